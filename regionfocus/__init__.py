@@ -1,0 +1,28 @@
+"""regionfocus: visual test-time scaling for GUI agents.
+
+When a wrapped agent is probably wrong, RegionFocus proposes a focal point, zooms into boxes
+around it, gathers one candidate per box and lets the model choose among candidates drawn as
+numbered pink stars on the screenshot ("image-as-map").
+"""
+
+from .actions import Action, ActionType
+from .agent import LiveDecision, RegionFocusAgent, StaticPrediction
+from .config import RegionFocusConfig
+from .geometry import DEFAULT_RATIOS, Box, Point, ViewTransform, fixed_ratio_boxes
+from .landmarks import draw_boxes, draw_landmarks
+from .model import GroundingModel, ModelReply, Option, Query, Usage, Verdict
+from .orchestrator import RegionFocus
+from .proposals import BoxProposer, FixedRatioProposer, PredictRegionProposer, ProposalContext
+from .trace import CallRecord, Candidate, RefineResult
+from .triggers import Effect
+from .views import StaticViews, View, ViewSource, crop_view
+
+__all__ = [
+    "Action", "ActionType", "Box", "BoxProposer", "CallRecord", "Candidate", "DEFAULT_RATIOS",
+    "Effect", "FixedRatioProposer", "GroundingModel", "LiveDecision", "ModelReply", "Option",
+    "Point", "PredictRegionProposer", "ProposalContext", "Query", "RefineResult", "RegionFocus",
+    "RegionFocusAgent", "RegionFocusConfig", "StaticPrediction", "StaticViews", "Usage",
+    "Verdict", "View", "ViewSource", "ViewTransform", "crop_view", "draw_boxes",
+    "draw_landmarks", "fixed_ratio_boxes",
+]
+__version__ = "0.1.0"

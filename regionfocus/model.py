@@ -1,0 +1,104 @@
+"""The model-facing protocol the core needs, and the plain data that crosses it.
+
+Adapters implement :class:`GroundingModel`. Every point or box an adapter returns is in pixels
+of the image it was *given* (a full screenshot, an annotated screenshot, or a zoomed view);
+the core maps views back to the screenshot. Only adapters know model frames.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Literal, Protocol, runtime_checkable
+
+from PIL import Image
+
+from .actions import Action
+from .geometry import Box, Point
+
+
+class Verdict(str, Enum):
+    YES = "yes"
+    NO = "no"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class Query:
+    """What the agent is asked to do.
+
+    ``mode``: "grounding" (one instruction, one point: ScreenSpot-Pro) or "agent" (a task over
+    many steps: WebVoyager). ``history``: the previous steps' descriptions, for agent prompts.
+    """
+
+    instruction: str
+    mode: Literal["grounding", "agent"] = "grounding"
+    history: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Option:
+    """A numbered candidate offered to ``choose``. ``on_image``: drawn as star ``number`` on the
+    image; otherwise the adapter must describe it in text (coordinates in its own frame)."""
+
+    number: int
+    action: Action
+    on_image: bool
+
+
+@dataclass
+class Usage:
+    """One model call's cost. ``error`` is set when the call failed (after any retries)."""
+
+    latency_s: float = 0.0
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    error: str | None = None
+    endpoint: str | None = None
+
+
+@dataclass
+class ModelReply:
+    """A model's raw text and what the adapter parsed from it (fields unused by a request stay
+    None). Points and boxes are in pixels of the image the request carried."""
+
+    text: str
+    action: Action | None = None
+    point: Point | None = None
+    box: Box | None = None
+    verdict: Verdict | None = None
+    choice: int | None = None
+    usage: Usage = field(default_factory=Usage)
+
+
+@runtime_checkable
+class GroundingModel(Protocol):
+    """An agent RegionFocus can wrap. All methods are async: model calls are I/O."""
+
+    def input_size(self, size: tuple[int, int]) -> tuple[int, int]:
+        """(W, H) of the image the model actually sees when given an image of ``size``."""
+        ...
+
+    async def act(self, image: Image.Image, query: Query, *, zoomed: bool = False) -> ModelReply:
+        """The next action on ``image``. ``zoomed``: the image is a magnified part of the screen."""
+        ...
+
+    async def propose_point(
+        self, image: Image.Image, query: Query, avoid: Sequence[Point], avoid_on_image: bool
+    ) -> ModelReply:
+        """The single most relevant point for the query, away from the ``avoid`` points
+        (drawn as numbered stars on ``image`` when ``avoid_on_image``, else listed in text)."""
+        ...
+
+    async def judge(self, image: Image.Image, query: Query, point: Point) -> ModelReply:
+        """Is ``point`` (drawn as a star on ``image``) right for the query? Sets ``verdict``."""
+        ...
+
+    async def choose(self, image: Image.Image, query: Query, options: Sequence[Option]) -> ModelReply:
+        """Pick one of ``options`` by number; sets ``choice`` (an option number) or leaves None."""
+        ...
+
+    async def propose_box(self, image: Image.Image, query: Query, focal: Point | None) -> ModelReply:
+        """A region (``box``) likely to contain the target: the paper's predict-region ablation."""
+        ...

@@ -1,0 +1,184 @@
+"""One RegionFocus round: focal point -> boxes -> views -> candidates -> choice.
+
+Read top to bottom, :meth:`RegionFocus.refine` is the algorithm of the paper (§2 of the design
+notes). Candidate requests are independent and run concurrently; a failed model call is
+recorded in the trace and never ends the round.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+
+from PIL import Image
+
+from .config import RegionFocusConfig
+from .geometry import Point, clamp_point
+from .landmarks import draw_landmarks
+from .model import GroundingModel, Option, Query
+from .proposals import BoxProposer, ProposalContext, build_proposer
+from .trace import CallRecord, Candidate, RefineResult, record_call
+from .views import StaticViews, ViewSource
+
+
+class RegionFocus:
+    """The orchestrator. Holds a model, a proposer and the config; keeps no per-screen state
+    (history belongs to the caller, :class:`~regionfocus.agent.RegionFocusAgent`)."""
+
+    def __init__(
+        self,
+        model: GroundingModel,
+        config: RegionFocusConfig | None = None,
+        proposer: BoxProposer | None = None,
+    ):
+        self.model = model
+        self.config = config or RegionFocusConfig()
+        self.proposer = proposer or build_proposer(self.config)
+
+    async def refine(
+        self,
+        screenshot: Image.Image,
+        query: Query,
+        *,
+        history: Sequence[Point] = (),
+        views: ViewSource | None = None,
+        trigger: str = "manual",
+        fallback_point: Point | None = None,
+    ) -> RefineResult:
+        """Run one round on ``screenshot`` and return the chosen action with its trace.
+
+        ``history``: points already tried on this screen (drawn as stars, or listed in text).
+        ``views``: a live environment's view source (true zoom); default crops the screenshot.
+        ``fallback_point``: where to centre the boxes if the model names no focal point
+        (typically the rejected prediction).
+        """
+        t0 = time.perf_counter()
+        cfg = self.config
+        calls: list[CallRecord] = []
+        size = screenshot.size
+        history = list(history)
+
+        focal, focal_source = await self._focal_point(screenshot, query, history, calls)
+        if focal is None:
+            focal, focal_source = fallback_point or Point(size[0] / 2, size[1] / 2), (
+                "fallback-prediction" if fallback_point else "fallback-center"
+            )
+        focal = clamp_point(focal, size)
+
+        ctx = ProposalContext(screenshot, focal, query, self.model)
+        boxes = await self.proposer.propose(ctx)
+        calls += [CallRecord.from_reply(kind, r) for kind, r in ctx.replies]
+
+        target = cfg.view_target or self.model.input_size(size)
+        source = views or StaticViews(screenshot, cfg.max_zoom)
+        shown = await asyncio.gather(*(source.view(b, target) for b in boxes))
+        replies = await asyncio.gather(
+            *(record_call(calls, f"candidate[{i}]", self.model.act(v.image, query, zoomed=True)) for i, v in enumerate(shown))
+        )
+        candidates = []
+        for i, (view, reply) in enumerate(zip(shown, replies)):
+            if reply is not None and reply.action is not None:
+                action = reply.action.map_points(lambda p, t=view.transform: clamp_point(t.view_to_screen(p), size))
+                candidates.append(Candidate(action, [i]))
+
+        merged = merge_candidates(candidates, cfg.merge_radius)
+        choice, method = None, "none"
+        if len(merged) == 1:
+            choice, method = 1, "single"
+            merged[0].number = 1
+        elif merged:
+            choice, method = await self._choose(screenshot, query, merged, focal, calls)
+        action = merged[choice - 1].action if choice else None
+
+        return RefineResult(
+            trigger=trigger,
+            action=action,
+            focal=focal,
+            focal_source=focal_source,
+            boxes=boxes,
+            views=[v.describe() for v in shown],
+            candidates=candidates,
+            merged=merged,
+            choice=choice,
+            choice_method=method,
+            history=history,
+            calls=calls,
+            wall_s=time.perf_counter() - t0,
+        )
+
+    async def _focal_point(
+        self, screenshot: Image.Image, query: Query, history: list[Point], calls: list[CallRecord]
+    ) -> tuple[Point | None, str]:
+        on_image = self.config.history == "image"
+        image = draw_landmarks(screenshot, history) if (history and on_image) else screenshot
+        reply = await record_call(calls, "focal", self.model.propose_point(image, query, history, on_image))
+        if reply is None:
+            return None, "none"
+        if reply.point is not None:
+            return reply.point, "model"
+        # Some models answer the focal request with an action; its point is as good.
+        if reply.action is not None and reply.action.point is not None:
+            return reply.action.point, "model-action"
+        return None, "none"
+
+    async def _choose(
+        self,
+        screenshot: Image.Image,
+        query: Query,
+        merged: list[Candidate],
+        focal: Point,
+        calls: list[CallRecord],
+    ) -> tuple[int, str]:
+        """Ask the model to pick a candidate; numbers are 1-based and stable across retries.
+
+        Point candidates come first (stars 1..k on the image, or text under aggregation=text),
+        then non-point candidates as text options.
+        """
+        on_image = self.config.aggregation == "image"
+        merged.sort(key=lambda c: not c.action.is_point_action)  # stable: points first
+        options = []
+        for n, c in enumerate(merged, start=1):
+            c.number = n
+            options.append(Option(n, c.action, on_image and c.action.is_point_action))
+        starred = [o for o in options if o.on_image]
+        image = (
+            draw_landmarks(screenshot, [o.action.point for o in starred], [str(o.number) for o in starred])
+            if starred
+            else screenshot
+        )
+        for attempt in range(1 + self.config.choice_retries):
+            kind = "choose" if attempt == 0 else f"choose-retry{attempt}"
+            reply = await record_call(calls, kind, self.model.choose(image, query, options))
+            if reply is not None and reply.choice is not None and 1 <= reply.choice <= len(options):
+                return reply.choice, "model" if attempt == 0 else "model-retry"
+        return majority_choice(merged, focal), "rule"
+
+
+def merge_candidates(candidates: Sequence[Candidate], radius: float) -> list[Candidate]:
+    """Merge candidates that are the same action within ``radius`` px (greedy, in order).
+
+    The merged point is the first member's: it is a point a model actually produced, which
+    the mean of several need not be (it can fall between two buttons).
+    """
+    merged: list[Candidate] = []
+    for c in candidates:
+        for m in merged:
+            if m.action.same_as(c.action, radius):
+                m.views.extend(c.views)
+                break
+        else:
+            merged.append(Candidate(c.action, list(c.views)))
+    return merged
+
+
+def majority_choice(merged: Sequence[Candidate], focal: Point) -> int:
+    """The documented rule for an unreadable choice: the candidate most views proposed; ties
+    go to the point candidate nearest the focal point, then to the lower number."""
+
+    def key(c: Candidate) -> tuple:
+        dist = c.action.point.distance(focal) if c.action.point is not None else float("inf")
+        return (-len(c.views), dist, c.number or 0)
+
+    return min(merged, key=key).number or 1
+

@@ -1,0 +1,99 @@
+"""Box proposers: where to look around a focal point.
+
+All return boxes in screenshot pixels that lie inside the image. ``fixed`` is the paper's
+default; ``predict-region`` its ablation (the model draws the box); ``sam`` and ``layout``
+live in their own modules because they need heavier machinery.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from PIL import Image
+
+from .geometry import DEFAULT_RATIOS, Box, Point, box_around, fixed_ratio_boxes, shift_box_inside
+from .model import GroundingModel, ModelReply, Query
+
+
+@dataclass
+class ProposalContext:
+    """Everything a proposer may use. ``replies`` collects any model calls it makes."""
+
+    screenshot: Image.Image
+    focal: Point
+    query: Query
+    model: GroundingModel | None = None
+    replies: list[tuple[str, ModelReply]] = field(default_factory=list)
+
+
+class BoxProposer(Protocol):
+    name: str
+
+    async def propose(self, ctx: ProposalContext) -> list[Box]: ...
+
+
+class FixedRatioProposer:
+    """Boxes of fixed fractions of the image around the focal point (the paper's default)."""
+
+    name = "fixed"
+
+    def __init__(self, ratios: Sequence[tuple[float, float]] = DEFAULT_RATIOS):
+        self.ratios = tuple(tuple(r) for r in ratios)
+
+    async def propose(self, ctx: ProposalContext) -> list[Box]:
+        return fixed_ratio_boxes(ctx.focal, ctx.screenshot.size, self.ratios)
+
+
+def enforce_min_size(box: Box, min_size: float, size: tuple[int, int]) -> Box:
+    """Grow ``box`` about its centre to at least ``min_size`` per side, then keep it inside."""
+    w, h = max(box.width, min_size), max(box.height, min_size)
+    return box_around(box.center, w, h, size) if (w, h) != (box.width, box.height) else shift_box_inside(box, size)
+
+
+class PredictRegionProposer:
+    """The paper's "predict-region" ablation: the model outputs the corners of one box.
+
+    Falls back to the fixed ratios when the model gives no usable box, so a round never ends
+    without views.
+    """
+
+    name = "predict-region"
+
+    def __init__(self, min_size: float = 64, fallback: FixedRatioProposer | None = None):
+        self.min_size = min_size
+        self.fallback = fallback or FixedRatioProposer()
+
+    async def propose(self, ctx: ProposalContext) -> list[Box]:
+        if ctx.model is None:
+            raise ValueError("predict-region needs the model")
+        reply = await ctx.model.propose_box(ctx.screenshot, ctx.query, ctx.focal)
+        ctx.replies.append(("propose_box", reply))
+        if reply.box is None or reply.box.area <= 1:
+            return await self.fallback.propose(ctx)
+        return [enforce_min_size(reply.box, self.min_size, ctx.screenshot.size)]
+
+
+def build_proposer(config) -> BoxProposer:
+    """The proposer a :class:`RegionFocusConfig` names (SAM and layout imported lazily)."""
+    fixed = FixedRatioProposer(config.ratios)
+    if config.proposer == "fixed":
+        return fixed
+    if config.proposer == "predict-region":
+        return PredictRegionProposer(config.min_box_size, fixed)
+    if config.proposer == "layout":
+        from .layout import LayoutProposer
+
+        return LayoutProposer(min_size=config.min_box_size, fallback=fixed)
+    if config.proposer == "sam":
+        from .sam import SamProposer
+
+        return SamProposer(
+            checkpoint=config.sam_checkpoint,
+            model_type=config.sam_model_type,
+            margin=config.sam_margin,
+            min_size=config.min_box_size,
+            fallback=fixed,
+        )
+    raise ValueError(f"unknown proposer {config.proposer!r}")

@@ -1,0 +1,67 @@
+"""Views: a region of the screen shown larger, with the exact map back to screenshot pixels."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from PIL import Image
+
+from .geometry import Box, ViewTransform
+
+
+@dataclass
+class View:
+    """``image`` shows ``transform.box`` of the screenshot; view pixels map back through
+    ``transform.view_to_screen``."""
+
+    image: Image.Image
+    transform: ViewTransform
+
+    def describe(self) -> dict:
+        return {"size": list(self.image.size), **self.transform.to_dict()}
+
+
+class ViewSource(Protocol):
+    """Something that can show a region of the current screen magnified. A static screenshot
+    crops and upsamples; a live browser re-renders the region at a higher device scale."""
+
+    async def view(self, box: Box, target: tuple[int, int]) -> View: ...
+
+
+def zoom_scale(box: Box, target: tuple[int, int], max_zoom: float) -> float:
+    """Uniform scale so the box fits ``target`` = (W, H) with one side reaching it; never below
+    1 (the adapter downsizes anyway) and never above ``max_zoom``."""
+    tw, th = target
+    scale = min(tw / max(box.width, 1e-6), th / max(box.height, 1e-6))
+    return max(1.0, min(scale, max_zoom))
+
+
+def crop_view(image: Image.Image, box: Box, target: tuple[int, int], max_zoom: float = 4.0) -> View:
+    """Crop ``box`` (snapped outward to whole pixels) and Lanczos-upsample it toward ``target``.
+
+    The transform is built from the integer crop and the actual output size, so mapping a
+    view pixel back is exact rather than approximately right.
+    """
+    w, h = image.size
+    left, top = max(0, int(box.left)), max(0, int(box.top))
+    right, bottom = min(w, max(left + 1, int(-(-box.right // 1)))), min(h, max(top + 1, int(-(-box.bottom // 1))))
+    crop_box = Box(left, top, right, bottom)
+    scale = zoom_scale(crop_box, target, max_zoom)
+    out_w, out_h = max(1, round(crop_box.width * scale)), max(1, round(crop_box.height * scale))
+    crop = image.crop((left, top, right, bottom))
+    if (out_w, out_h) != crop.size:
+        crop = crop.resize((out_w, out_h), Image.Resampling.LANCZOS)
+    transform = ViewTransform(crop_box, out_w / crop_box.width, out_h / crop_box.height)
+    return View(crop, transform)
+
+
+class StaticViews:
+    """Views of a fixed screenshot (ScreenSpot-Pro, or any offline image)."""
+
+    def __init__(self, image: Image.Image, max_zoom: float = 4.0):
+        self.image = image
+        self.max_zoom = max_zoom
+
+    async def view(self, box: Box, target: tuple[int, int]) -> View:
+        return crop_view(self.image, box, target, self.max_zoom)
