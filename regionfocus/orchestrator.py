@@ -77,7 +77,7 @@ class RegionFocus:
             *(record_call(calls, f"candidate[{i}]", self.model.act(v.image, query, zoomed=True)) for i, v in enumerate(shown))
         )
         candidates = []
-        for i, (view, reply) in enumerate(zip(shown, replies)):
+        for i, (view, reply) in enumerate(zip(shown, replies, strict=True)):
             if reply is not None and reply.action is not None:
                 action = reply.action.map_points(lambda p, t=view.transform: clamp_point(t.view_to_screen(p), size))
                 candidates.append(Candidate(action, [i]))
