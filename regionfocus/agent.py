@@ -93,7 +93,9 @@ class RegionFocusAgent:
     """The wrapper. ``enabled=False`` gives the plain agent with the same bookkeeping, so a
     baseline run and a RegionFocus run differ in nothing else."""
 
-    def __init__(self, model: GroundingModel, config: RegionFocusConfig | None = None, *, enabled: bool = True):
+    def __init__(
+        self, model: GroundingModel, config: RegionFocusConfig | None = None, *, enabled: bool = True
+    ):
         self.model = model
         self.config = config or RegionFocusConfig()
         self.enabled = enabled
@@ -119,7 +121,11 @@ class RegionFocusAgent:
             trigger = "always"
         elif baseline is not None and baseline.point is not None:
             result.verdict = await self._judge(screenshot, query, baseline.point, calls)
-            trigger = "self-judge" if SelfJudge(cfg.judge_unknown).fires(TriggerState(baseline, verdict=result.verdict)) else None
+            trigger = (
+                "self-judge"
+                if SelfJudge(cfg.judge_unknown).fires(TriggerState(baseline, verdict=result.verdict))
+                else None
+            )
         result.trigger = trigger
 
         history: list[Point] = []
@@ -128,7 +134,11 @@ class RegionFocusAgent:
             if candidate is not None and candidate.point is not None:
                 history.append(candidate.point)  # the rejected point becomes a history star
             rnd = await self.regionfocus.refine(
-                screenshot, query, history=history, trigger=trigger or "", fallback_point=history[-1] if history else None
+                screenshot,
+                query,
+                history=history,
+                trigger=trigger or "",
+                fallback_point=history[-1] if history else None,
             )
             result.rounds.append(rnd)
             if rnd.action is not None:
@@ -146,7 +156,9 @@ class RegionFocusAgent:
         """Blocking facade for scripts and notebooks without an event loop."""
         return asyncio.run(self.predict(screenshot, instruction))
 
-    async def _judge(self, screenshot: Image.Image, query: Query, point: Point, calls: list[CallRecord]) -> Verdict:
+    async def _judge(
+        self, screenshot: Image.Image, query: Query, point: Point, calls: list[CallRecord]
+    ) -> Verdict:
         image = draw_landmarks(screenshot, [point], [""])
         reply = await record_call(calls, "judge", self.model.judge(image, query, point))
         return reply.verdict if reply and reply.verdict else Verdict.UNKNOWN
@@ -169,9 +181,15 @@ class RegionFocusAgent:
 
     def _may_refine(self) -> bool:
         cfg = self.config
-        return self.enabled and self.rounds_on_screen < cfg.max_rounds_per_screen and self.rounds_total < cfg.max_rounds_per_task
+        return (
+            self.enabled
+            and self.rounds_on_screen < cfg.max_rounds_per_screen
+            and self.rounds_total < cfg.max_rounds_per_task
+        )
 
-    async def step(self, screenshot: Image.Image, query: Query, views: ViewSource | None = None) -> LiveDecision:
+    async def step(
+        self, screenshot: Image.Image, query: Query, views: ViewSource | None = None
+    ) -> LiveDecision:
         """Decide the next action on the current screen. The caller executes it and reports
         the effect with :meth:`observe`."""
         signature = screen_signature(screenshot)
@@ -188,7 +206,9 @@ class RegionFocusAgent:
         proposed = reply.action if reply else None
         text = reply.text if reply else ""
         cfg = self.config
-        trigger = any_of([NoAction(), Repeat(cfg.repeat_k, cfg.repeat_radius)], TriggerState(proposed, self.recent))
+        trigger = any_of(
+            [NoAction(), Repeat(cfg.repeat_k, cfg.repeat_radius)], TriggerState(proposed, self.recent)
+        )
         if trigger and self._may_refine():
             if trigger == "repeat" and proposed is not None and proposed.point is not None:
                 self._remember(proposed.point)
@@ -202,7 +222,12 @@ class RegionFocusAgent:
         self.rounds_on_screen += 1
         self.rounds_total += 1
         return await self.regionfocus.refine(
-            screenshot, query, history=list(self.history), views=views, trigger=trigger, fallback_point=fallback
+            screenshot,
+            query,
+            history=list(self.history),
+            views=views,
+            trigger=trigger,
+            fallback_point=fallback,
         )
 
     def observe(self, action: Action | None, effect: Effect) -> None:
@@ -223,4 +248,3 @@ class RegionFocusAgent:
     def _remember(self, point: Point) -> None:
         if all(point.distance(p) > self.config.merge_radius for p in self.history):
             self.history.append(point)
-

@@ -112,4 +112,3 @@ def _literal_values(tp: Any) -> tuple:
     if get_origin(tp) is Literal:
         return get_args(tp)
     return ()
-

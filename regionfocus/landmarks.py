@@ -74,7 +74,9 @@ def draw_landmarks(
         # Tag to the upper right of the star, flipped to stay inside the image.
         x0 = p.x + r * 0.8 if p.x + r * 0.8 + tw <= out.width else p.x - r * 0.8 - tw
         y0 = p.y - r * 0.8 - th if p.y - r * 0.8 - th >= 0 else p.y + r * 0.8
-        draw.rounded_rectangle((x0, y0, x0 + tw, y0 + th), radius=pad, fill=STAR_FILL, outline=STAR_OUTLINE, width=width)
+        draw.rounded_rectangle(
+            (x0, y0, x0 + tw, y0 + th), radius=pad, fill=STAR_FILL, outline=STAR_OUTLINE, width=width
+        )
         draw.text((x0 + pad - tl, y0 + pad - tt), label, fill=LABEL_TEXT, font=font)
     return out
 

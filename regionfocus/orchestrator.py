@@ -61,8 +61,9 @@ class RegionFocus:
 
         focal, focal_source = await self._focal_point(screenshot, query, history, calls)
         if focal is None:
-            focal, focal_source = fallback_point or Point(size[0] / 2, size[1] / 2), (
-                "fallback-prediction" if fallback_point else "fallback-center"
+            focal, focal_source = (
+                fallback_point or Point(size[0] / 2, size[1] / 2),
+                ("fallback-prediction" if fallback_point else "fallback-center"),
             )
         focal = clamp_point(focal, size)
 
@@ -74,12 +75,17 @@ class RegionFocus:
         source = views or StaticViews(screenshot, cfg.max_zoom)
         shown = await asyncio.gather(*(source.view(b, target) for b in boxes))
         replies = await asyncio.gather(
-            *(record_call(calls, f"candidate[{i}]", self.model.act(v.image, query, zoomed=True)) for i, v in enumerate(shown))
+            *(
+                record_call(calls, f"candidate[{i}]", self.model.act(v.image, query, zoomed=True))
+                for i, v in enumerate(shown)
+            )
         )
         candidates = []
         for i, (view, reply) in enumerate(zip(shown, replies, strict=True)):
             if reply is not None and reply.action is not None:
-                action = reply.action.map_points(lambda p, t=view.transform: clamp_point(t.view_to_screen(p), size))
+                action = reply.action.map_points(
+                    lambda p, t=view.transform: clamp_point(t.view_to_screen(p), size)
+                )
                 candidates.append(Candidate(action, [i]))
 
         merged = merge_candidates(candidates, cfg.merge_radius)
@@ -181,4 +187,3 @@ def majority_choice(merged: Sequence[Candidate], focal: Point) -> int:
         return (-len(c.views), dist, c.number or 0)
 
     return min(merged, key=key).number or 1
-

@@ -49,7 +49,11 @@ class FixedRatioProposer:
 def enforce_min_size(box: Box, min_size: float, size: tuple[int, int]) -> Box:
     """Grow ``box`` about its centre to at least ``min_size`` per side, then keep it inside."""
     w, h = max(box.width, min_size), max(box.height, min_size)
-    return box_around(box.center, w, h, size) if (w, h) != (box.width, box.height) else shift_box_inside(box, size)
+    return (
+        box_around(box.center, w, h, size)
+        if (w, h) != (box.width, box.height)
+        else shift_box_inside(box, size)
+    )
 
 
 class PredictRegionProposer:

@@ -106,6 +106,8 @@ async def record_call(calls: list[CallRecord], kind: str, coro: Awaitable[ModelR
     except asyncio.CancelledError:
         raise
     except Exception as e:  # noqa: BLE001
-        reply = ModelReply("", usage=Usage(latency_s=time.perf_counter() - t0, error=f"{type(e).__name__}: {e}"))
+        reply = ModelReply(
+            "", usage=Usage(latency_s=time.perf_counter() - t0, error=f"{type(e).__name__}: {e}")
+        )
     calls.append(CallRecord.from_reply(kind, reply))
     return None if reply.usage.error else reply

@@ -45,7 +45,10 @@ def crop_view(image: Image.Image, box: Box, target: tuple[int, int], max_zoom: f
     """
     w, h = image.size
     left, top = max(0, int(box.left)), max(0, int(box.top))
-    right, bottom = min(w, max(left + 1, int(-(-box.right // 1)))), min(h, max(top + 1, int(-(-box.bottom // 1))))
+    right, bottom = (
+        min(w, max(left + 1, int(-(-box.right // 1)))),
+        min(h, max(top + 1, int(-(-box.bottom // 1)))),
+    )
     crop_box = Box(left, top, right, bottom)
     scale = zoom_scale(crop_box, target, max_zoom)
     out_w, out_h = max(1, round(crop_box.width * scale)), max(1, round(crop_box.height * scale))

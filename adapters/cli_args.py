@@ -1,0 +1,101 @@
+"""Agent flags shared by the harness commands, and how they become a GroundingModel."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from regionfocus.model import GroundingModel
+
+AGENTS = ("ocr", "uitars-1.0", "uitars-1.5", "qwen2.5-vl", "qwen3-vl")
+
+
+def add_agent_arguments(parser: argparse.ArgumentParser, default_agent: str = "ocr") -> None:
+    g = parser.add_argument_group("agent")
+    g.add_argument(
+        "--agent",
+        default=default_agent,
+        help=f"model family: {', '.join(AGENTS)} or a registered name (default: {default_agent}, runs on the CPU)",
+    )
+    g.add_argument(
+        "--base-url",
+        action="append",
+        dest="base_urls",
+        metavar="URL",
+        help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1; repeat to spread load over several servers",
+    )
+    g.add_argument("--model", help="model name on the server (HTTP) or a local folder (--backend hf)")
+    g.add_argument(
+        "--backend",
+        choices=("http", "hf"),
+        default="http",
+        help="http: OpenAI-compatible server (vLLM, SGLang, hosted); hf: in-process transformers",
+    )
+    g.add_argument(
+        "--api-key-env",
+        default="OPENAI_API_KEY",
+        metavar="VAR",
+        help="environment variable holding the API key (never logged)",
+    )
+    g.add_argument(
+        "--timeout",
+        type=float,
+        default=120.0,
+        metavar="S",
+        help="per-request timeout in seconds (default 120)",
+    )
+    g.add_argument(
+        "--max-in-flight",
+        type=int,
+        default=None,
+        metavar="N",
+        help="requests in flight per server (default: --concurrency x 6)",
+    )
+    g.add_argument(
+        "--temperature",
+        type=float,
+        default=0.0,
+        help="sampling temperature, sent explicitly (default 0, greedy)",
+    )
+    g.add_argument(
+        "--ocr-budget",
+        type=int,
+        default=None,
+        metavar="PIXELS",
+        help="ocr agent: pixels it sees of a full screenshot (default about 1 megapixel)",
+    )
+
+
+def build_model(args: argparse.Namespace, concurrency: int = 1) -> GroundingModel:
+    """The GroundingModel the flags describe. Raises ValueError with the flag to fix."""
+    from . import get_adapter
+
+    if args.agent == "ocr":
+        opts = {"budget": args.ocr_budget} if args.ocr_budget else {}
+        return get_adapter("ocr", **opts)
+    if args.backend == "hf":
+        if not args.model or not os.path.isdir(args.model):
+            raise ValueError(
+                f"--backend hf needs --model pointing at a local model folder, got {args.model!r}"
+            )
+        from .backends.transformers_local import TransformersBackend
+
+        backend = TransformersBackend(args.model)
+    else:
+        if not args.base_urls:
+            raise ValueError(
+                f"--agent {args.agent} needs --base-url (an OpenAI-compatible server, e.g. `vllm serve`); "
+                f"`regionfocus serve-command --model {args.agent}` prints how to start one"
+            )
+        if not args.model:
+            raise ValueError("--model is required with --base-url: the model name the server serves")
+        from .backends.openai_http import OpenAIBackend
+
+        backend = OpenAIBackend(
+            base_urls=args.base_urls,
+            model=args.model,
+            api_key_env=args.api_key_env,
+            timeout=args.timeout,
+            max_in_flight=args.max_in_flight or max(8, concurrency * 6),
+        )
+    return get_adapter(args.agent, backend=backend, temperature=args.temperature)

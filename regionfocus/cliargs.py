@@ -1,0 +1,60 @@
+"""The RegionFocus switches shared by every harness command, and how they become a config."""
+
+from __future__ import annotations
+
+import argparse
+
+from .config import PROPOSERS, RegionFocusConfig
+
+
+def add_regionfocus_arguments(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("RegionFocus (defaults reproduce the paper)")
+    g.add_argument("--no-regionfocus", action="store_true", help="run the wrapped agent alone (the baseline)")
+    g.add_argument("--config", metavar="FILE", help="TOML file with a [regionfocus] table; flags override it")
+    g.add_argument(
+        "--proposer", choices=PROPOSERS, help="boxes around the focal point (default: fixed ratios)"
+    )
+    g.add_argument(
+        "--aggregation",
+        choices=("image", "text"),
+        help="candidates as numbered stars (image) or listed in text",
+    )
+    g.add_argument(
+        "--history", choices=("image", "text"), help="tried points as stars (image) or listed in text"
+    )
+    g.add_argument(
+        "--rounds",
+        type=int,
+        dest="rounds_per_sample",
+        metavar="N",
+        help="static mode: rounds per rejected sample (default 1)",
+    )
+    g.add_argument(
+        "--trigger",
+        choices=("judge", "always", "never"),
+        dest="static_trigger",
+        help="static mode: when RegionFocus runs (default: when the self-judge rejects)",
+    )
+    g.add_argument(
+        "--judge-unknown",
+        choices=("reject", "accept"),
+        help="what an unreadable judge verdict means (default: reject)",
+    )
+    g.add_argument("--sam-checkpoint", metavar="PATH", help="segment-anything checkpoint for --proposer sam")
+    g.add_argument("--sam-model-type", metavar="TYPE", help="vit_b, vit_l or vit_h (default vit_b)")
+
+
+def config_from_args(args: argparse.Namespace) -> RegionFocusConfig:
+    """The resolved config: defaults, then the --config file, then explicit flags."""
+    cfg = RegionFocusConfig.from_toml(args.config) if getattr(args, "config", None) else RegionFocusConfig()
+    keys = (
+        "proposer",
+        "aggregation",
+        "history",
+        "rounds_per_sample",
+        "static_trigger",
+        "judge_unknown",
+        "sam_checkpoint",
+        "sam_model_type",
+    )
+    return cfg.replace(**{k: getattr(args, k, None) for k in keys})
