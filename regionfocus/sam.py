@@ -24,6 +24,9 @@ from PIL import Image
 from .geometry import Box, Point, clamp_point
 from .proposals import BoxProposer, FixedRatioProposer, ProposalContext, enforce_min_size
 
+# segment-anything's sam_model_registry keys, checked before torch is imported.
+SAM_MODEL_TYPES = ("default", "vit_h", "vit_l", "vit_b")
+
 
 def image_key(image: Image.Image) -> str:
     """Content key of a screenshot, so an equal image reuses its embedding even as a new object."""
@@ -87,6 +90,10 @@ class SamProposer:
         if sam is None:
             if checkpoint is None:
                 raise ValueError("SAM proposer needs a checkpoint path (config sam_checkpoint) or a built sam=")
+            if model_type not in SAM_MODEL_TYPES:
+                raise ValueError(
+                    f"unknown SAM model type {model_type!r}: expected one of {', '.join(SAM_MODEL_TYPES)}"
+                )
             checkpoint = Path(checkpoint).expanduser()
             if not checkpoint.is_file():
                 raise FileNotFoundError(f"SAM checkpoint not found: {checkpoint}")
@@ -195,13 +202,13 @@ def _load_sam(checkpoint: Path, model_type: str) -> Any:
         raise ValueError(f"unknown SAM model type {model_type!r}: expected one of {', '.join(registry)}")
     import torch
 
-    # Built empty and loaded here (not registry(checkpoint=...)) so a checkpoint saved on a GPU
-    # loads on a CPU-only machine, and a checkpoint of another model type gives a clear error.
-    sam = registry[model_type](checkpoint=None)
+    # Loaded here rather than through registry(checkpoint=...) so a checkpoint saved on a GPU
+    # loads on a CPU-only machine and a bad file gives an error naming it.
     try:
         state = torch.load(checkpoint, map_location="cpu", weights_only=True)
     except Exception as e:
         raise ValueError(f"SAM checkpoint {checkpoint} could not be read: {e}") from e
+    sam = registry[model_type](checkpoint=None)
     try:
         sam.load_state_dict(state)
     except RuntimeError as e:
