@@ -1,0 +1,277 @@
+"""`regionfocus screenspot-pro`: run, report, compare, build-sample.
+
+Exit codes: 0 done, 2 bad input (a message naming it, no traceback), 130 interrupted (the run
+folder stays resumable: rerun the same command).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+from regionfocus.model import GroundingModel
+
+PROG = "regionfocus screenspot-pro"
+
+DESCRIPTION = """\
+Ground ScreenSpot-Pro instructions with an agent and score them the way the official
+harness does. Each sample is predicted once by the agent alone (the baseline), then the
+agent judges its own point and RegionFocus refines the rejected ones: both rows come out
+of the same pass. Finished samples are saved as they complete; rerunning the same command
+resumes where it stopped.
+
+example (CPU only, no downloads; builds and caches a sample set on first use):
+  regionfocus screenspot-pro --data builtin --agent ocr
+example (a model behind an OpenAI-compatible server, e.g. `vllm serve`):
+  regionfocus screenspot-pro --data ~/ScreenSpot-Pro --agent qwen2.5-vl \\
+      --base-url http://127.0.0.1:8000/v1 --model Qwen/Qwen2.5-VL-7B-Instruct --concurrency 16
+
+other commands:
+  regionfocus screenspot-pro report RUN_DIR            rebuild results and reports from a run folder
+  regionfocus screenspot-pro compare RUN_A RUN_B       two runs side by side
+  regionfocus screenspot-pro build-sample OUT_DIR      render a small ScreenSpot-Pro-format set
+"""
+
+EPILOG = """\
+files written to RUN_DIR (--out):
+  records.jsonl          one JSON record per finished sample (points, verdict, trigger, the full
+                         RegionFocus trace, calls, tokens, seconds); append-only, resumable
+  config.json            the resolved RegionFocus config and run settings (a folder refuses to
+                         resume with different settings)
+  results.json           official {"details", "metrics"} format, final (+ RegionFocus) points
+  results_baseline.json  the same for the agent alone
+  summary.md             the paper's Table 1 layout, per application, trigger rate, judge quality,
+                         flips, cost per sample
+  report.html            one self-contained page to browse samples with their overlays
+
+data layout (--data DIR): DIR/annotations/<app>_<platform>.json and DIR/images/...
+"""
+
+SUBCOMMANDS = ("report", "compare", "build-sample")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of exiting, so main() owns the exit codes."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise _UsageError(f"{self.prog}: {message}")
+
+
+class _UsageError(Exception):
+    pass
+
+
+def run_parser() -> argparse.ArgumentParser:
+    from adapters.cli_args import add_agent_arguments
+    from regionfocus.cliargs import add_regionfocus_arguments
+
+    p = _Parser(
+        prog=PROG,
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    d = p.add_argument_group("data")
+    d.add_argument(
+        "--data",
+        required=True,
+        metavar="DIR|builtin",
+        help="ScreenSpot-Pro folder (annotations/ and images/), or 'builtin' for the rendered sample set",
+    )
+    d.add_argument(
+        "--task",
+        default="all",
+        help="annotation files to run, comma-separated stems like 'pycharm_macos' (default: all)",
+    )
+    d.add_argument(
+        "--group", nargs="+", default=[], metavar="G", help="only these groups (Dev, Creative, CAD, ...)"
+    )
+    d.add_argument("--app", nargs="+", default=[], metavar="A", help="only these applications")
+    d.add_argument("--ui-type", choices=("text", "icon"), help="only text or only icon targets")
+    d.add_argument(
+        "--language", choices=("en", "cn"), default="en", help="instruction (en) or instruction_cn (cn)"
+    )
+    d.add_argument("--limit", type=int, metavar="N", help="the first N selected samples (in dataset order)")
+    r = p.add_argument_group("run")
+    r.add_argument("--out", metavar="RUN_DIR", help="run folder (default: runs/screenspot-pro-<agent>)")
+    r.add_argument("--concurrency", type=int, default=4, metavar="N", help="samples in flight (default 4)")
+    r.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_agent_arguments(p)
+    add_regionfocus_arguments(p)
+    return p
+
+
+def _identity(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
+    """Run settings that change a sample's result: a folder refuses to mix two of them."""
+    return {
+        "data": str(data_dir.resolve()),
+        "agent": args.agent,
+        "model": args.model,
+        "backend": args.backend if args.agent != "ocr" else None,
+        "temperature": args.temperature,
+        "ocr_budget": args.ocr_budget,
+        "selection": {
+            "task": args.task,
+            "groups": sorted(args.group),
+            "applications": sorted(args.app),
+            "ui_type": args.ui_type,
+            "language": args.language,
+        },
+    }
+
+
+def _resolve_data(arg: str) -> Path:
+    if arg != "builtin":
+        return Path(arg).expanduser()
+    return _builder().builtin_dataset_dir()
+
+
+def _builder():
+    try:
+        from . import builder
+    except ModuleNotFoundError as e:
+        if e.name != f"{__package__}.builder":
+            raise
+        raise ValueError("the built-in sample builder (screenspot_pro.builder) is not installed") from None
+    return builder
+
+
+def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
+    from adapters.cli_args import build_model
+    from regionfocus.cliargs import config_from_args
+
+    from .dataset import Selection, load_dataset
+    from .report import table_for_run
+    from .runner import run_screenspot
+
+    args = run_parser().parse_args(argv)
+    if args.concurrency < 1:
+        raise ValueError(f"--concurrency must be >= 1, got {args.concurrency}")
+    config = config_from_args(args)
+    data_dir = _resolve_data(args.data)
+    tasks = tuple(t.strip() for t in args.task.split(",") if t.strip()) if args.task != "all" else ()
+    selection = Selection(
+        tasks=tasks,
+        groups=tuple(args.group),
+        applications=tuple(args.app),
+        ui_type=args.ui_type,
+        language=args.language,
+        limit=args.limit,
+    )
+    samples = load_dataset(data_dir, selection)
+    if not samples:
+        raise ValueError(f"no samples in {data_dir} match the filters (task/group/app/ui-type)")
+    out = Path(args.out or f"runs/screenspot-pro-{args.agent}")
+    if model is None:
+        model = build_model(args, concurrency=args.concurrency)
+    invocation = {
+        "limit": args.limit,
+        "timeout": args.timeout,
+        "base_urls": args.base_urls,
+        "max_in_flight": args.max_in_flight,
+        "n_selected": len(samples),
+    }
+    print(f"{len(samples)} samples from {data_dir} -> {out}", file=sys.stderr)
+    try:
+        asyncio.run(
+            run_screenspot(
+                samples,
+                model,
+                config,
+                out,
+                enabled=not args.no_regionfocus,
+                concurrency=args.concurrency,
+                identity=_identity(args, data_dir),
+                invocation=invocation,
+                progress=False if args.no_progress else None,
+            )
+        )
+    finally:
+        close = getattr(model, "aclose", None)
+        if close is not None:
+            try:
+                asyncio.run(close())
+            except Exception:  # noqa: BLE001 - closing connections must not hide the real outcome
+                pass
+    print(table_for_run(out))
+    print(f"\nresults: {out}/results.json, {out}/summary.md, {out}/report.html")
+    return 0
+
+
+def cmd_report(argv: list[str]) -> int:
+    from .report import table_for_run, write_reports
+
+    p = _Parser(
+        prog=f"{PROG} report", description="Rebuild results, summary.md and report.html from RUN_DIR."
+    )
+    p.add_argument("run_dir", metavar="RUN_DIR")
+    p.add_argument("--thumb-width", type=int, default=1200, help="width of the report's screenshots (px)")
+    args = p.parse_args(argv)
+    write_reports(args.run_dir, thumb_width=args.thumb_width)
+    print(table_for_run(args.run_dir))
+    return 0
+
+
+def cmd_compare(argv: list[str]) -> int:
+    from .report import compare_runs
+
+    p = _Parser(prog=f"{PROG} compare", description="Print two run folders side by side (accuracy in %).")
+    p.add_argument("run_a", metavar="RUN_A")
+    p.add_argument("run_b", metavar="RUN_B")
+    args = p.parse_args(argv)
+    print(compare_runs(args.run_a, args.run_b), end="")
+    return 0
+
+
+def cmd_build_sample(argv: list[str]) -> int:
+    p = _Parser(
+        prog=f"{PROG} build-sample",
+        description="Render a ScreenSpot-Pro-format set (annotations/, images/) with Chromium.",
+    )
+    p.add_argument("out_dir", metavar="OUT_DIR")
+    p.add_argument("--screens", type=int, default=None, metavar="N", help="number of screenshots to render")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--force", action="store_true", help="rebuild even if OUT_DIR already holds a set")
+    args = p.parse_args(argv)
+    builder = _builder()
+    kwargs: dict[str, Any] = {"seed": args.seed, "force": args.force}
+    if args.screens is not None:
+        kwargs["n_screens"] = args.screens
+    out = builder.build_sample(Path(args.out_dir), **kwargs)
+    print(out)
+    return 0
+
+
+def main(argv: list[str] | None = None, *, model: GroundingModel | None = None) -> int:
+    """Entry point. ``model``: use this GroundingModel instead of the one the flags describe
+    (for Python callers wrapping their own agent)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv and argv[0] == "report":
+            return cmd_report(argv[1:])
+        if argv and argv[0] == "compare":
+            return cmd_compare(argv[1:])
+        if argv and argv[0] == "build-sample":
+            return cmd_build_sample(argv[1:])
+        return cmd_run(argv, model)
+    except KeyboardInterrupt:
+        print(
+            "\ninterrupted: finished samples are saved; rerun the same command to resume",
+            file=sys.stderr,
+        )
+        return 130
+    except _UsageError as e:
+        print(str(e), file=sys.stderr)
+        return 2
+    except SystemExit as e:  # --help and --version
+        return int(e.code or 0) if not isinstance(e.code, str) else 2
+    except (ValueError, OSError) as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,538 @@
+"""Everything derived from a run folder's records: official results, summary.md, report.html,
+and the side-by-side comparison of two runs.
+
+Nothing here needs the dataset or the model: ``write_reports(run_dir)`` rebuilds every file from
+``records.jsonl`` (and ``config.json`` when present). The screenshots are read from the paths the
+records name, only for the HTML report, which says so when one is missing.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from PIL import Image, ImageDraw, ImageFont
+
+from regionfocus.geometry import Box, Point
+from regionfocus.landmarks import draw_boxes, draw_landmarks
+
+from .dataset import GROUPS, sample_order_key
+from .metrics import CORRECT, detail, evaluate
+from .records import RECORDS, atomic_write_json, atomic_write_text, read_config, read_records
+
+ROWS = (("baseline", "baseline"), ("final", "+ RegionFocus"))
+
+
+# ----------------------------------------------------------------------------- loading
+def load_run(run_dir: str | Path) -> list[dict[str, Any]]:
+    """The run's records in dataset order (annotation file, then id)."""
+    path = Path(run_dir) / RECORDS
+    if not path.exists():
+        raise FileNotFoundError(f"{run_dir} is not a run folder: no {RECORDS} in it")
+    records = read_records(path)
+    records.sort(key=lambda r: sample_order_key(r["sample"]["task_filename"], r["id"]))
+    return records
+
+
+def regionfocus_enabled(run_dir: str | Path) -> bool:
+    return bool(read_config(run_dir).get("identity", {}).get("regionfocus_enabled", True))
+
+
+def details_for(records: Sequence[dict[str, Any]], row: str) -> list[dict[str, Any]]:
+    """Official detail entries for ``row`` ("baseline" or "final"). Error samples stay in, scored
+    wrong, and carry our ``status``/``error`` beside the official keys."""
+    out = []
+    for r in records:
+        res = r[row]
+        d = detail(r["sample"], res["point"], res["raw_response"], res["correctness"])
+        if r["status"] != "ok":
+            d.update(status=r["status"], error=r.get("error"))
+        out.append(d)
+    return out
+
+
+# ----------------------------------------------------------------------------- tables
+def _pct(details: Sequence[dict[str, Any]]) -> str:
+    if not details:
+        return "–"
+    return f"{100 * sum(d['correctness'] == CORRECT for d in details) / len(details):.1f}"
+
+
+def _groups_of(*detail_lists: Sequence[dict[str, Any]]) -> list[str]:
+    present = {d["group"] for ds in detail_lists for d in ds}
+    return list(GROUPS) + sorted(g for g in present if g not in GROUPS and g is not None)
+
+
+def table1_cells(details: Sequence[dict[str, Any]], groups: Sequence[str]) -> list[str]:
+    """The paper's Table 1 cells: for each group then overall, text / icon / avg accuracy (%)."""
+    cells = []
+    for g in [*groups, None]:
+        sub = [d for d in details if g is None or d["group"] == g]
+        cells += [
+            _pct([d for d in sub if d["ui_type"] == "text"]),
+            _pct([d for d in sub if d["ui_type"] == "icon"]),
+            _pct(sub),
+        ]
+    return cells
+
+
+def table1_markdown(rows: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> str:
+    groups = _groups_of(*(d for _, d in rows))
+    head = ["Model"] + [f"{g} {k}" for g in [*groups, "Overall"] for k in ("Text", "Icon", "Avg")]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for label, details in rows:
+        lines.append("| " + " | ".join([label, *table1_cells(details, groups)]) + " |")
+    return "\n".join(lines)
+
+
+def table1_text(rows: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> str:
+    """Table 1 for a terminal: a group header line above Text/Icon/Avg columns."""
+    groups = _groups_of(*(d for _, d in rows))
+    label_w = max(14, *(len(label) for label, _ in rows))
+    cw = 5
+    block = 3 * cw + 2
+    top = " " * label_w + " | " + " | ".join(f"{g:^{block}}" for g in [*groups, "Overall"])
+    sub = (
+        " " * label_w
+        + " | "
+        + " | ".join(" ".join(f"{k:>{cw}}" for k in ("Text", "Icon", "Avg")) for _ in [*groups, "Overall"])
+    )
+    out = [top, sub, "-" * len(sub)]
+    for label, details in rows:
+        cells = table1_cells(details, groups)
+        blocks = [" ".join(f"{c:>{cw}}" for c in cells[i : i + 3]) for i in range(0, len(cells), 3)]
+        out.append(f"{label:<{label_w}} | " + " | ".join(blocks))
+    return "\n".join(out)
+
+
+def app_table_markdown(rows: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> str:
+    apps = sorted({(d["group"] or "", d["application"]) for _, ds in rows for d in ds})
+    head = ["Group", "Application", "n"] + [label for label, _ in rows]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for group, app in apps:
+        cells = []
+        n = 0
+        for _, ds in rows:
+            sub = [d for d in ds if d["application"] == app and (d["group"] or "") == group]
+            n = len(sub)
+            cells.append(_pct(sub))
+        lines.append("| " + " | ".join([group, app, str(n), *cells]) + " |")
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- statistics
+def outcome(rec: dict[str, Any]) -> str:
+    """How the sample moved: "error", "wrong→right", "right→wrong", "right→right", "wrong→wrong"."""
+    if rec["status"] != "ok":
+        return "error"
+    b = "right" if rec["baseline"]["correctness"] == CORRECT else "wrong"
+    f = "right" if rec["final"]["correctness"] == CORRECT else "wrong"
+    return f"{b}→{f}"
+
+
+def run_stats(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Trigger rate, judge quality, flips, errors and cost; every count over all records."""
+    n = len(records)
+    judged = [r for r in records if r.get("verdict") is not None]
+    base_right = [r["baseline"]["correctness"] == CORRECT for r in judged]
+    rejected = [r.get("trigger") is not None for r in judged]
+    judge = {
+        "judged": len(judged),
+        "verdicts": dict(Counter(r["verdict"] for r in judged)),
+        "rejected_right": sum(rj and br for rj, br in zip(rejected, base_right, strict=True)),
+        "rejected_wrong": sum(rj and not br for rj, br in zip(rejected, base_right, strict=True)),
+        "accepted_right": sum(not rj and br for rj, br in zip(rejected, base_right, strict=True)),
+        "accepted_wrong": sum(not rj and not br for rj, br in zip(rejected, base_right, strict=True)),
+    }
+
+    def mean(key: str) -> float:
+        return sum(float(r.get(key) or 0) for r in records) / n if n else 0.0
+
+    triggered = [r for r in records if r.get("trigger")]
+    return {
+        "n": n,
+        "errors": sum(r["status"] != "ok" for r in records),
+        "error_examples": [f"{r['id']}: {r.get('error')}" for r in records if r["status"] != "ok"][:5],
+        "triggered": len(triggered),
+        "trigger_rate": len(triggered) / n if n else 0.0,
+        "triggers": dict(Counter(r["trigger"] for r in triggered)),
+        "judge": judge,
+        "outcomes": dict(Counter(outcome(r) for r in records)),
+        "calls_per_sample": mean("n_calls"),
+        "failed_calls": sum(int(r.get("n_failed_calls") or 0) for r in records),
+        "prompt_tokens_per_sample": mean("prompt_tokens"),
+        "completion_tokens_per_sample": mean("completion_tokens"),
+        "seconds_per_sample": mean("seconds"),
+        "model_seconds_per_sample": mean("model_seconds"),
+    }
+
+
+def summary_markdown(
+    records: Sequence[dict[str, Any]], config: dict[str, Any], n_selected: int | None = None
+) -> str:
+    ident = config.get("identity", {})
+    enabled = ident.get("regionfocus_enabled", True)
+    rows = [(label, details_for(records, row)) for row, label in ROWS if enabled or row == "baseline"]
+    s = run_stats(records)
+    j = s["judge"]
+    oc = s["outcomes"]
+    done = f"{s['n']} samples" + (
+        f" of {n_selected} selected (rerun the same command to finish)"
+        if n_selected is not None and n_selected > s["n"]
+        else ""
+    )
+    who = ", ".join(f"{k}={ident[k]}" for k in ("agent", "model") if ident.get(k))
+    lines = [
+        "# ScreenSpot-Pro run",
+        "",
+        f"{done}; {who or 'agent unknown'}; data: {ident.get('data', 'unknown')}.",
+        "Accuracy in %, a point is right when it falls inside the target box (edges inclusive).",
+        f"Errors (counted wrong, kept in the denominator): {s['errors']}.",
+        "",
+        "## Table 1 layout",
+        "",
+        table1_markdown(rows),
+        "",
+        "## Per application",
+        "",
+        app_table_markdown(rows),
+        "",
+    ]
+    if enabled:
+        lines += [
+            "## RegionFocus",
+            "",
+            f"- Trigger rate: {s['triggered']}/{s['n']} ({100 * s['trigger_rate']:.1f}%)"
+            + (f"; by trigger: {_counts(s['triggers'])}" if s["triggers"] else ""),
+            f"- Self-judge: {j['judged']} judged ({_counts(j['verdicts']) or 'none'}); "
+            f"rejected {j['rejected_wrong']} wrong and {j['rejected_right']} right baselines; "
+            f"accepted {j['accepted_right']} right and {j['accepted_wrong']} wrong baselines.",
+            f"- Flips: wrong→right {oc.get('wrong→right', 0)}, right→wrong {oc.get('right→wrong', 0)}"
+            f" (unchanged right {oc.get('right→right', 0)}, unchanged wrong {oc.get('wrong→wrong', 0)}).",
+            "",
+        ]
+    lines += [
+        "## Cost per sample",
+        "",
+        f"- Model calls: {s['calls_per_sample']:.2f} ({s['failed_calls']} failed calls in total)",
+        f"- Tokens: {s['prompt_tokens_per_sample']:.0f} prompt, {s['completion_tokens_per_sample']:.0f} completion",
+        f"- Seconds: {s['seconds_per_sample']:.2f} wall, {s['model_seconds_per_sample']:.2f} summed over model calls",
+        "",
+    ]
+    if s["error_examples"]:
+        lines += ["## Errors (first 5)", ""] + [f"- {e}" for e in s["error_examples"]] + [""]
+    if ident.get("regionfocus"):
+        lines += ["## Configuration", "", "```json", json.dumps(ident, indent=2), "```", ""]
+    return "\n".join(lines)
+
+
+def _counts(c: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(c.items(), key=lambda kv: (-kv[1], str(kv[0]))))
+
+
+# ----------------------------------------------------------------------------- writing
+def write_reports(
+    run_dir: str | Path, *, n_selected: int | None = None, thumb_width: int = 1200
+) -> list[dict[str, Any]]:
+    """(Re)write results.json, results_baseline.json, summary.md and report.html from the
+    folder alone, each atomically. Returns the records in dataset order."""
+    run_dir = Path(run_dir)
+    records = load_run(run_dir)
+    config = read_config(run_dir)
+    atomic_write_json(run_dir / "results.json", evaluate(details_for(records, "final")))
+    atomic_write_json(run_dir / "results_baseline.json", evaluate(details_for(records, "baseline")))
+    atomic_write_text(run_dir / "summary.md", summary_markdown(records, config, n_selected))
+    atomic_write_text(run_dir / "report.html", html_report(records, config, thumb_width=thumb_width))
+    return records
+
+
+def table_for_run(run_dir: str | Path) -> str:
+    """The Table 1 text printed at the end of a run."""
+    records = load_run(run_dir)
+    enabled = regionfocus_enabled(run_dir)
+    rows = [(label, details_for(records, row)) for row, label in ROWS if enabled or row == "baseline"]
+    return table1_text(rows)
+
+
+def compare_runs(run_a: str | Path, run_b: str | Path) -> str:
+    """Two runs side by side: overall, text, icon and each group, for baseline and + RegionFocus.
+    When the runs cover different samples, both are restricted to the samples they share."""
+    recs = [load_run(run_a), load_run(run_b)]
+    ids = [{r["id"] for r in rs} for rs in recs]
+    common = ids[0] & ids[1]
+    note = ""
+    if ids[0] != ids[1]:
+        note = (
+            f"note: the runs cover different samples ({len(ids[0])} and {len(ids[1])}); "
+            f"compared on the {len(common)} they share\n"
+        )
+        recs = [[r for r in rs if r["id"] in common] for rs in recs]
+    names = ["A", "B"]
+    cols: list[tuple[str, list[dict[str, Any]]]] = []
+    for name, rd, rs in zip(names, (run_a, run_b), recs, strict=True):
+        for row, _ in ROWS:
+            if row == "final" and not regionfocus_enabled(rd):
+                continue
+            cols.append((f"{name} {'base' if row == 'baseline' else '+RF'}", details_for(rs, row)))
+    groups = [
+        g for g in _groups_of(*(d for _, d in cols)) if any(d["group"] == g for _, ds in cols for d in ds)
+    ]
+    slices: list[tuple[str, Any]] = [
+        ("Overall", lambda d: True),
+        ("  text", lambda d: d["ui_type"] == "text"),
+        ("  icon", lambda d: d["ui_type"] == "icon"),
+    ] + [(g, lambda d, g=g: d["group"] == g) for g in groups]
+    w = max(12, *(len(s) for s, _ in slices))
+    cw = max(9, *(len(c) for c, _ in cols))
+    out = [
+        f"A: {run_a}  ({len(recs[0])} samples)",
+        f"B: {run_b}  ({len(recs[1])} samples)",
+        note.rstrip("\n") if note else "",
+        f"{'':<{w}} " + " ".join(f"{c:>{cw}}" for c, _ in cols) + f" {'n':>6}",
+    ]
+    for name, keep in slices:
+        cells = [_pct([d for d in ds if keep(d)]) for _, ds in cols]
+        n = sum(1 for d in cols[0][1] if keep(d)) if cols else 0
+        out.append(f"{name:<{w}} " + " ".join(f"{c:>{cw}}" for c in cells) + f" {n:>6}")
+    return "\n".join(line for line in out if line != "") + "\n"
+
+
+# ----------------------------------------------------------------------------- HTML
+GT_COLOR = (0, 200, 0)
+BASELINE_COLOR = (230, 30, 30)
+FINAL_COLOR = (20, 90, 255)
+FOCAL_COLOR = (0, 200, 220)
+
+
+def _marker(draw: ImageDraw.ImageDraw, p: Point, color, label: str, r: int) -> None:
+    """A ring with a cross and a short label: distinct from the model's pink stars."""
+    w = max(2, r // 4)
+    draw.ellipse((p.x - r, p.y - r, p.x + r, p.y + r), outline=color, width=w)
+    draw.line((p.x - 1.6 * r, p.y, p.x + 1.6 * r, p.y), fill=color, width=max(1, w // 2))
+    draw.line((p.x, p.y - 1.6 * r, p.x, p.y + 1.6 * r), fill=color, width=max(1, w // 2))
+    font = ImageFont.load_default(size=max(10, int(r * 1.4)))
+    draw.text(
+        (p.x + r + 2, p.y + r), label, fill=color, font=font, stroke_width=2, stroke_fill=(255, 255, 255)
+    )
+
+
+def _overlay(rec: dict[str, Any], image: Image.Image, origin: Point, scale: float) -> Image.Image:
+    """``image`` shows the screenshot from ``origin`` at ``scale`` (view px per screenshot px);
+    draws the ground truth, RegionFocus boxes, candidate stars, focal, baseline and final."""
+
+    def tp(xy: Sequence[float]) -> Point:
+        return Point((xy[0] - origin.x) * scale, (xy[1] - origin.y) * scale)
+
+    def tb(xyxy: Sequence[float]) -> Box:
+        a, b = tp(xyxy[:2]), tp(xyxy[2:])
+        return Box.from_corners(a, b)
+
+    rounds = (rec.get("trace") or {}).get("rounds") or []
+    boxes = [tb(b) for rnd in rounds for b in rnd.get("boxes", [])]
+    out = draw_boxes(image, boxes) if boxes else image.convert("RGB").copy()
+    stars, labels = [], []
+    for rnd in rounds[-1:]:
+        for c in rnd.get("merged", []):
+            pt = c["action"].get("point")
+            if pt:
+                stars.append(tp(pt))
+                labels.append(str(c.get("number") or ""))
+    if stars:
+        out = draw_landmarks(out, stars, labels)
+    draw = ImageDraw.Draw(out)
+    r = max(6, round(max(out.size) * 0.008))
+    gt = tb(rec["sample"]["bbox"])
+    draw.rectangle(gt.to_list(), outline=GT_COLOR, width=max(2, r // 3))
+    for rnd in rounds:
+        if rnd.get("focal"):
+            _marker(draw, tp(rnd["focal"]), FOCAL_COLOR, "focal", r)
+    if rec["baseline"]["point"]:
+        _marker(draw, tp(rec["baseline"]["point"]), BASELINE_COLOR, "B", r)
+    if rec["final"]["point"] and rec["final"]["point"] != rec["baseline"]["point"]:
+        _marker(draw, tp(rec["final"]["point"]), FINAL_COLOR, "F", r)
+    return out
+
+
+def _jpeg_data_url(image: Image.Image, quality: int) -> str:
+    buf = io.BytesIO()
+    image.convert("RGB").save(buf, "JPEG", quality=quality, optimize=True)
+    return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+class _ImageCache:
+    """Keeps the last screenshot decoded: consecutive samples often share one."""
+
+    def __init__(self) -> None:
+        self.path: str | None = None
+        self.image: Image.Image | None = None
+
+    def get(self, path: str) -> Image.Image | None:
+        if path != self.path:
+            self.path, self.image = path, None
+            try:
+                with Image.open(path) as im:
+                    self.image = im.convert("RGB")
+            except (OSError, ValueError):
+                self.image = None
+        return self.image
+
+
+def sample_images(rec: dict[str, Any], cache: _ImageCache, thumb_width: int) -> tuple[str, str] | None:
+    """Two JPEG data URLs: the whole screen downscaled to ``thumb_width`` and a native-resolution
+    crop around the target, both with overlays drawn. None when the screenshot is unreadable."""
+    full = cache.get(rec["sample"]["img_path"])
+    if full is None:
+        return None
+    w, h = full.size
+    s = min(1.0, thumb_width / w)
+    thumb = full.resize(
+        (max(1, round(w * s)), max(1, round(h * s))), Image.Resampling.BILINEAR, reducing_gap=2.0
+    )
+    overview = _overlay(rec, thumb, Point(0, 0), s)
+    x1, y1, x2, y2 = rec["sample"]["bbox"]
+    cw, ch = min(w, 720), min(h, 420)
+    left = min(max(0, (x1 + x2) / 2 - cw / 2), w - cw)
+    top = min(max(0, (y1 + y2) / 2 - ch / 2), h - ch)
+    crop = full.crop((round(left), round(top), round(left) + cw, round(top) + ch))
+    detail_img = _overlay(rec, crop, Point(round(left), round(top)), 1.0)
+    return _jpeg_data_url(overview, 65), _jpeg_data_url(detail_img, 80)
+
+
+def _e(text: Any) -> str:
+    return html.escape("" if text is None else str(text), quote=True)
+
+
+def _fmt_point(p: Sequence[float] | None) -> str:
+    return "none" if not p else f"({p[0]:.0f}, {p[1]:.0f})"
+
+
+def _sample_card(rec: dict[str, Any], images: tuple[str, str] | None) -> str:
+    s = rec["sample"]
+    oc = outcome(rec)
+    trace = rec.get("trace") or {}
+    calls = list(trace.get("calls") or []) + [
+        c for rnd in trace.get("rounds") or [] for c in rnd.get("calls", [])
+    ]
+    call_rows = "".join(
+        f"<tr><td>{_e(c.get('kind'))}</td><td>{float(c.get('latency_s') or 0):.2f}s</td>"
+        f"<td><pre>{_e(c.get('text'))}</pre>"
+        + (f"<div class=err>{_e(c.get('error'))}</div>" if c.get("error") else "")
+        + "</td></tr>"
+        for c in calls
+    )
+    rounds = trace.get("rounds") or []
+    round_lines = "".join(
+        f"<li>round {i + 1}: trigger {_e(rnd.get('trigger'))}, focal {_e(_fmt_point(rnd.get('focal')))} "
+        f"({_e(rnd.get('focal_source'))}), {len(rnd.get('boxes', []))} boxes, "
+        f"{len(rnd.get('merged', []))} distinct candidates, choice {_e(rnd.get('choice'))} "
+        f"({_e(rnd.get('choice_method'))})</li>"
+        for i, rnd in enumerate(rounds)
+    )
+    imgs = (
+        f'<img loading="lazy" class="overview" src="{images[0]}" alt="screenshot with overlays">'
+        f'<img loading="lazy" class="crop" src="{images[1]}" alt="region around the target">'
+        if images
+        else f"<p class=err>screenshot not available: {_e(s['img_path'])}</p>"
+    )
+    err = f"<p class=err>error: {_e(rec.get('error'))}</p>" if rec["status"] != "ok" else ""
+    return (
+        f'<section class="card" data-group="{_e(s["group"])}" data-app="{_e(s["application"])}" '
+        f'data-outcome="{_e(oc)}">'
+        f'<h3>{_e(rec["id"])} <span class="badge {_e(oc.replace("→", "-"))}">{_e(oc)}</span></h3>'
+        f"<p class=meta>{_e(s['group'])} · {_e(s['application'])} · {_e(s['platform'])} · "
+        f"{_e(s['ui_type'])} · {_e(s['lang'])}</p>"
+        f"<p class=inst>{_e(s['instruction'])}</p>{err}"
+        f"<div class=imgs>{imgs}</div>"
+        "<table class=kv>"
+        f"<tr><th>baseline</th><td>{_e(_fmt_point(rec['baseline']['point']))} "
+        f"{_e(rec['baseline']['correctness'])}</td></tr>"
+        f"<tr><th>self-judge</th><td>{_e(rec.get('verdict') or '–')}; trigger {_e(rec.get('trigger') or '–')}</td></tr>"
+        f"<tr><th>final</th><td>{_e(_fmt_point(rec['final']['point']))} {_e(rec['final']['correctness'])}</td></tr>"
+        f"<tr><th>cost</th><td>{int(rec.get('n_calls') or 0)} calls, {float(rec.get('seconds') or 0):.2f}s</td></tr>"
+        "</table>"
+        + (f"<ul>{round_lines}</ul>" if round_lines else "")
+        + f"<details><summary>model calls ({len(calls)})</summary><table class=calls>{call_rows}</table></details>"
+        "</section>"
+    )
+
+
+_CSS = """
+body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
+table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}
+.kv th,.kv td,.calls td{text-align:left}
+.card{border:1px solid #ddd;border-radius:6px;padding:.6em 1em;margin:1em 0}
+.card.hidden{display:none}.meta{color:#666;margin:0}.inst{font-weight:600}
+.imgs{display:flex;gap:8px;flex-wrap:wrap;align-items:flex-start}
+.overview{max-width:100%;width:1200px}.crop{max-width:100%}
+pre{white-space:pre-wrap;margin:0;max-width:70em}.err{color:#b00}
+.badge{font-size:12px;padding:1px 6px;border-radius:8px;background:#eee}
+.wrong-right{background:#bfb}.right-wrong{background:#fbb}.right-right{background:#dfd}
+.wrong-wrong{background:#fdd}.error{background:#f99}
+.legend span{margin-right:1em}
+"""
+
+_JS = """
+function applyFilters(){
+  var g=document.getElementById('f-group').value,a=document.getElementById('f-app').value,
+      o=document.getElementById('f-outcome').value,n=0;
+  document.querySelectorAll('.card').forEach(function(c){
+    var ok=(!g||c.dataset.group===g)&&(!a||c.dataset.app===a)&&(!o||c.dataset.outcome===o);
+    c.classList.toggle('hidden',!ok); if(ok){n++;}
+  });
+  document.getElementById('shown').textContent=n;
+}
+document.querySelectorAll('select').forEach(function(s){s.addEventListener('change',applyFilters);});
+applyFilters();
+"""
+
+
+def _select(id_: str, label: str, values: Sequence[str]) -> str:
+    opts = "".join(f'<option value="{_e(v)}">{_e(v)}</option>' for v in values)
+    return f'<label>{_e(label)} <select id="{id_}"><option value="">all</option>{opts}</select></label> '
+
+
+def _html_table(rows: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> str:
+    groups = _groups_of(*(d for _, d in rows))
+    head1 = "<tr><th></th>" + "".join(f"<th colspan=3>{_e(g)}</th>" for g in [*groups, "Overall"]) + "</tr>"
+    head2 = "<tr><th></th>" + "<th>Text</th><th>Icon</th><th>Avg</th>" * (len(groups) + 1) + "</tr>"
+    body = "".join(
+        f"<tr><th>{_e(label)}</th>" + "".join(f"<td>{_e(c)}</td>" for c in table1_cells(ds, groups)) + "</tr>"
+        for label, ds in rows
+    )
+    return f"<table>{head1}{head2}{body}</table>"
+
+
+def html_report(records: Sequence[dict[str, Any]], config: dict[str, Any], *, thumb_width: int = 1200) -> str:
+    """One self-contained HTML page (inline CSS, JS and JPEG data URLs). Every string that came
+    from a model or the dataset goes through ``html.escape``."""
+    enabled = config.get("identity", {}).get("regionfocus_enabled", True)
+    rows = [(label, details_for(records, row)) for row, label in ROWS if enabled or row == "baseline"]
+    cache = _ImageCache()
+    cards = "".join(_sample_card(r, sample_images(r, cache, thumb_width)) for r in records)
+    groups = sorted({r["sample"]["group"] for r in records})
+    apps = sorted({r["sample"]["application"] for r in records})
+    outcomes = ["wrong→right", "right→wrong", "right→right", "wrong→wrong", "error"]
+    legend = (
+        '<p class=legend><span style="color:#0a0">■ ground truth</span>'
+        '<span style="color:#e61e1e">◎ B baseline</span><span style="color:#145aff">◎ F final</span>'
+        '<span style="color:#00c8dc">◎ focal point</span><span style="color:#ff1493">★ candidates</span>'
+        "<span>□ RegionFocus boxes</span></p>"
+    )
+    return (
+        "<!doctype html><html><head><meta charset=utf-8><title>ScreenSpot-Pro run</title>"
+        f"<style>{_CSS}</style></head><body><h1>ScreenSpot-Pro run</h1>"
+        f"<p>{len(records)} samples. Accuracy in %.</p>{_html_table(rows)}"
+        f"<h2>Samples</h2>{legend}<p>"
+        + _select("f-group", "group", groups)
+        + _select("f-app", "application", apps)
+        + _select("f-outcome", "outcome", outcomes)
+        + ' shown: <span id="shown"></span></p>'
+        + cards
+        + f"<script>{_JS}</script></body></html>"
+    )

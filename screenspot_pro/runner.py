@@ -1,0 +1,212 @@
+"""Run a RegionFocusAgent over ScreenSpot-Pro samples: async, bounded, resumable.
+
+Each sample gets one :meth:`RegionFocusAgent.predict` call, whose initial prediction is the
+baseline and whose final answer is "+ RegionFocus": both come out of the same pass. Finished
+samples are appended to ``records.jsonl`` at once; rerunning skips every id already there, so a
+crash or Ctrl-C costs only the samples in flight. A sample that raised or whose model calls all
+failed is recorded with status "error" and scored wrong for both rows, never dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from PIL import Image
+
+from regionfocus.actions import Action
+from regionfocus.agent import RegionFocusAgent, StaticPrediction
+from regionfocus.config import RegionFocusConfig
+from regionfocus.model import GroundingModel
+
+from .dataset import Sample
+from .metrics import CORRECT, WRONG, correctness
+from .records import RECORDS, RecordLog, check_or_write_config, read_records
+
+
+def action_point(action: Action | None) -> list[float] | None:
+    """The point a ScreenSpot-Pro answer is scored by (screenshot pixels), if the action has one."""
+    if action is None or action.point is None:
+        return None
+    return [float(action.point.x), float(action.point.y)]
+
+
+def _final_raw_response(pred: StaticPrediction, baseline_text: str) -> str:
+    """The model text the final point came from: the chosen candidate's answer when a
+    RegionFocus round produced the final action, else the initial answer."""
+    for rnd in reversed(pred.rounds):
+        if rnd.action is None or not rnd.choice:
+            continue
+        chosen = rnd.merged[rnd.choice - 1]
+        kinds = {f"candidate[{i}]" for i in chosen.views[:1]}
+        for call in rnd.calls:
+            if call.kind in kinds:
+                return call.text
+    return baseline_text
+
+
+def make_record(
+    sample: Sample, pred: StaticPrediction | None, error: str | None, seconds: float
+) -> dict[str, Any]:
+    """The JSON record of one finished sample (also everything the reports need)."""
+    meta = sample.meta()
+    failed = pred is None or pred.failed
+    status = "error" if (error is not None or failed) else "ok"
+    if pred is not None and failed and error is None:
+        errors = [c.error for c in pred.all_calls if c.error]
+        error = f"all {len(errors)} model call(s) failed; first: {errors[0]}"
+    calls = pred.all_calls if pred is not None else []
+    baseline_text = next((c.text for c in calls if c.kind == "act"), "")
+    rows = {}
+    for row, action in (
+        ("baseline", pred.baseline if pred else None),
+        ("final", pred.final if pred else None),
+    ):
+        point = action_point(action)
+        verdict = WRONG if status == "error" else correctness(point, sample.bbox, sample.img_size)
+        raw = baseline_text if row == "baseline" or pred is None else _final_raw_response(pred, baseline_text)
+        rows[row] = {
+            "point": point,
+            "action": action.to_dict() if action else None,
+            "correctness": verdict,
+            "raw_response": raw,
+        }
+    return {
+        "id": sample.id,
+        "sample": meta,
+        "status": status,
+        "error": error,
+        "baseline": rows["baseline"],
+        "final": rows["final"],
+        "verdict": pred.verdict.value if pred and pred.verdict else None,
+        "trigger": pred.trigger if pred else None,
+        "rounds": len(pred.rounds) if pred else 0,
+        "n_calls": len(calls),
+        "n_failed_calls": sum(1 for c in calls if c.error),
+        "prompt_tokens": sum(c.prompt_tokens or 0 for c in calls),
+        "completion_tokens": sum(c.completion_tokens or 0 for c in calls),
+        "model_seconds": round(sum(c.latency_s for c in calls), 4),
+        "seconds": round(seconds, 4),
+        "trace": pred.to_dict() if pred else None,
+    }
+
+
+def _load_rgb(path: Path) -> Image.Image:
+    with Image.open(path) as im:
+        return im.convert("RGB")
+
+
+async def run_one(agent: RegionFocusAgent, sample: Sample) -> dict[str, Any]:
+    """Predict one sample; any exception becomes an error record (cancellation propagates)."""
+    t0 = time.perf_counter()
+    try:
+        image = await asyncio.to_thread(_load_rgb, sample.image_path)
+        pred = await agent.predict(image, sample.instruction)
+    except asyncio.CancelledError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a failed sample is data, not the end of the run
+        tb = traceback.format_exception_only(type(e), e)[-1].strip()
+        return make_record(sample, None, tb, time.perf_counter() - t0)
+    return make_record(sample, pred, None, time.perf_counter() - t0)
+
+
+class _Progress:
+    """tqdm bar with running accuracy of both rows over every finished sample of the run."""
+
+    def __init__(self, total: int, done: Sequence[dict[str, Any]], enabled: bool | None):
+        from tqdm.auto import tqdm
+
+        self.n = len(done)
+        self.base = sum(r["baseline"]["correctness"] == CORRECT for r in done)
+        self.final = sum(r["final"]["correctness"] == CORRECT for r in done)
+        self.bar = tqdm(
+            total=total, initial=self.n, desc="screenspot-pro", unit="sample", disable=enabled is False
+        )
+        self._postfix()
+
+    def _postfix(self) -> None:
+        if self.n:
+            self.bar.set_postfix_str(
+                f"baseline {100 * self.base / self.n:.1f}%  +RegionFocus {100 * self.final / self.n:.1f}%"
+            )
+
+    def update(self, rec: dict[str, Any]) -> None:
+        self.n += 1
+        self.base += rec["baseline"]["correctness"] == CORRECT
+        self.final += rec["final"]["correctness"] == CORRECT
+        self._postfix()
+        self.bar.update(1)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+async def run_samples(
+    samples: Sequence[Sample],
+    agent: RegionFocusAgent,
+    run_dir: str | Path,
+    *,
+    concurrency: int = 4,
+    progress: bool | None = None,
+) -> list[dict[str, Any]]:
+    """Run every sample not yet in ``run_dir/records.jsonl`` with at most ``concurrency`` in
+    flight; return the records of ``samples`` (old and new) in dataset order.
+
+    Cancellation (Ctrl-C) cancels the samples in flight and leaves the file consistent.
+    """
+    if concurrency < 1:
+        raise ValueError(f"--concurrency must be >= 1, got {concurrency}")
+    path = Path(run_dir) / RECORDS
+    wanted = {s.id for s in samples}
+    done = {r["id"]: r for r in read_records(path) if r["id"] in wanted}
+    pending = [s for s in samples if s.id not in done]
+    sem = asyncio.Semaphore(concurrency)
+    bar = _Progress(len(samples), list(done.values()), progress)
+    log = RecordLog(path)
+
+    async def worker(sample: Sample) -> None:
+        async with sem:
+            rec = await run_one(agent, sample)
+        log.append(rec)  # no await between finishing and appending: cancellation cannot split it
+        done[sample.id] = rec
+        bar.update(rec)
+
+    tasks = [asyncio.create_task(worker(s)) for s in pending]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        log.close()
+        bar.close()
+    return [done[s.id] for s in samples if s.id in done]
+
+
+async def run_screenspot(
+    samples: Sequence[Sample],
+    model: GroundingModel,
+    config: RegionFocusConfig,
+    run_dir: str | Path,
+    *,
+    enabled: bool = True,
+    concurrency: int = 4,
+    identity: dict[str, Any] | None = None,
+    invocation: dict[str, Any] | None = None,
+    progress: bool | None = None,
+) -> list[dict[str, Any]]:
+    """Pin the run's config to ``run_dir`` (refusing a different one), run what is missing and
+    write results.json, results_baseline.json, summary.md and report.html atomically."""
+    from .report import write_reports
+
+    run_dir = Path(run_dir)
+    ident = {"regionfocus": config.to_dict(), "regionfocus_enabled": enabled, **(identity or {})}
+    check_or_write_config(run_dir, ident, {"concurrency": concurrency, **(invocation or {})})
+    agent = RegionFocusAgent(model, config, enabled=enabled)
+    records = await run_samples(samples, agent, run_dir, concurrency=concurrency, progress=progress)
+    write_reports(run_dir, n_selected=len(samples))
+    return records
