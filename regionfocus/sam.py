@@ -50,7 +50,9 @@ def add_margin(box: Box, margin: float, size: tuple[int, int]) -> Box:
     """Grow ``box`` by ``margin`` x its own width/height on each side, clipped to ``size`` = (W, H)."""
     dx, dy = margin * box.width, margin * box.height
     w, h = size
-    return Box(max(0.0, box.left - dx), max(0.0, box.top - dy), min(w, box.right + dx), min(h, box.bottom + dy))
+    return Box(
+        max(0.0, box.left - dx), max(0.0, box.top - dy), min(w, box.right + dx), min(h, box.bottom + dy)
+    )
 
 
 class SamProposer:
@@ -89,7 +91,9 @@ class SamProposer:
     ):
         if sam is None:
             if checkpoint is None:
-                raise ValueError("SAM proposer needs a checkpoint path (config sam_checkpoint) or a built sam=")
+                raise ValueError(
+                    "SAM proposer needs a checkpoint path (config sam_checkpoint) or a built sam="
+                )
             if model_type not in SAM_MODEL_TYPES:
                 raise ValueError(
                     f"unknown SAM model type {model_type!r}: expected one of {', '.join(SAM_MODEL_TYPES)}"
