@@ -1,0 +1,254 @@
+"""UI-TARS 1.0 and 1.5 (ByteDance; Qin et al., "UI-TARS: Pioneering Automated GUI Interaction
+with Native Agents", 2025).
+
+Answers look like ``Thought: ...\\nAction: click(start_box='(x,y)')`` (conventions in the
+model cards and the ``ui-tars`` PyPI package). Frames: UI-TARS 1.0 (Qwen2-VL based) writes
+relative coordinates, 0-1000 on each axis; UI-TARS 1.5 (Qwen2.5-VL based) writes absolute
+pixels of the smart_resized image it saw (factor 28, min 100*28^2, max 16384*28^2).
+The parser here is our own: a small scanner over the call syntax, never eval.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from PIL import Image
+
+from regionfocus.actions import Action, ActionType
+from regionfocus.geometry import Point
+
+from .backend import Message
+from .resize import ResizeSpec
+from .vlm import (
+    VlmAdapter,
+    bare_click,
+    coords_from_value,
+    render,
+    split_keys,
+    typed_text,
+    unescape_model_string,
+)
+
+# UI-TARS action names (and the aliases its variants emit) -> our types.
+_TYPES = {
+    "click": ActionType.CLICK,
+    "left_single": ActionType.CLICK,
+    "left_click": ActionType.CLICK,
+    "left_double": ActionType.DOUBLE_CLICK,
+    "double_click": ActionType.DOUBLE_CLICK,
+    "right_single": ActionType.RIGHT_CLICK,
+    "right_click": ActionType.RIGHT_CLICK,
+    "middle_click": ActionType.MIDDLE_CLICK,
+    "hover": ActionType.HOVER,
+    "move_to": ActionType.HOVER,
+    "mouse_move": ActionType.HOVER,
+    "drag": ActionType.DRAG,
+    "select": ActionType.DRAG,
+    "hotkey": ActionType.HOTKEY,
+    "press": ActionType.HOTKEY,
+    "type": ActionType.TYPE,
+    "scroll": ActionType.SCROLL,
+    "wait": ActionType.WAIT,
+    "finished": ActionType.FINISHED,
+    "call_user": ActionType.CALL_USER,
+    "press_back": ActionType.BACK,
+}
+_POINT_KEYS = ("start_box", "point", "start_point")
+_END_KEYS = ("end_box", "end_point")
+_CALL = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(sorted(_TYPES, key=len, reverse=True)) + r")\s*\(")
+_ACTION_MARK = re.compile(r"(?<![A-Za-z_])Action\s*:")
+_KEY = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*")
+_NEXT_KEY = re.compile(r"\s*,\s*[A-Za-z_][A-Za-z0-9_]*\s*=")
+_NOISE = re.compile(r"\[EOS\]|<\|im_end\|>|<\|endoftext\|>")
+
+
+@dataclass
+class RawCall:
+    """One call as written: its name and its keyword arguments as raw strings."""
+
+    name: str
+    args: dict[str, str] = field(default_factory=dict)
+
+
+def _closes(s: str, j: int) -> bool:
+    """Is a quote just before ``j`` a closing quote? Only when the argument list can go on
+    after it (a ``)``, another ``key=``, or the end): so ``type(content='It's')`` keeps the
+    apostrophe, as a human reader would."""
+    k = j
+    while k < len(s) and s[k] in " \t":
+        k += 1
+    if k >= len(s) or s[k] in ")\n":
+        return True
+    return bool(_NEXT_KEY.match(s, j))
+
+
+def _scan_args(s: str, i: int) -> tuple[dict[str, str], int]:
+    """Keyword arguments from ``s[i:]`` (just after the opening parenthesis) up to the
+    closing one. Tolerates a missing closing quote or parenthesis (truncated output)."""
+    args: dict[str, str] = {}
+    n = len(s)
+    while i < n:
+        while i < n and s[i] in " \t\n,":
+            i += 1
+        if i >= n or s[i] == ")":
+            return args, i + 1
+        m = _KEY.match(s, i)
+        if not m:
+            return args, i  # positional junk: stop here, keep what we have
+        key, i = m.group(1), m.end()
+        if i < n and s[i] in "'\"":
+            quote, i = s[i], i + 1
+            buf = []
+            while i < n:
+                c = s[i]
+                if c == "\\" and i + 1 < n:
+                    buf.append(s[i : i + 2])
+                    i += 2
+                    continue
+                if c == quote and _closes(s, i + 1):
+                    i += 1
+                    break
+                buf.append(c)
+                i += 1
+            args[key] = "".join(buf)
+        else:
+            j = i
+            depth = 0
+            while j < n and not (depth == 0 and s[j] in ",)"):
+                depth += s[j] in "(["
+                depth -= s[j] in ")]" and depth > 0
+                j += 1
+            args[key] = s[i:j].strip()
+            i = j
+    return args, i
+
+
+def scan_calls(text: str) -> list[RawCall]:
+    """Every known action call in ``text``, in order (UI-TARS may write several, separated
+    by blank lines)."""
+    calls = []
+    pos = 0
+    while True:
+        m = _CALL.search(text, pos)
+        if not m:
+            return calls
+        args, end = _scan_args(text, m.end())
+        calls.append(RawCall(m.group(1), args))
+        pos = max(end, m.end())
+
+
+def _point(args: dict[str, str], keys: tuple[str, ...]) -> Point | None:
+    for k in keys:
+        if k in args and args[k].strip():
+            xy = coords_from_value(args[k])
+            return Point(*xy) if xy else None
+    return None
+
+
+def _direction(value: str) -> str | None:
+    m = re.search(r"\b(up|down|left|right)\b", value.lower())
+    return m.group(1) if m else None
+
+
+def call_to_action(call: RawCall) -> Action | None:
+    """One raw call -> Action with model-frame numbers, or None when it lacks what it needs
+    (a click without a point, a drag without both ends, an unknown name)."""
+    t = _TYPES.get(call.name)
+    a = call.args
+    if t is None:
+        return None
+    point = _point(a, _POINT_KEYS)
+    if t in (
+        ActionType.CLICK,
+        ActionType.DOUBLE_CLICK,
+        ActionType.RIGHT_CLICK,
+        ActionType.MIDDLE_CLICK,
+        ActionType.HOVER,
+    ):
+        return Action(t, point) if point else None
+    if t == ActionType.DRAG:
+        end = _point(a, _END_KEYS)
+        return Action(t, point, end) if point and end else None
+    if t == ActionType.HOTKEY:
+        keys = split_keys(a.get("key") or a.get("hotkey") or a.get("keys") or "")
+        return Action(t, keys=keys) if keys else None
+    if t == ActionType.TYPE:
+        text, submit = typed_text(unescape_model_string(a.get("content", a.get("text", ""))))
+        return Action(t, point, text=text, submit=submit)
+    if t == ActionType.SCROLL:
+        direction = _direction(a.get("direction", ""))
+        return Action(t, point, direction=direction) if direction else None
+    if t == ActionType.FINISHED:
+        return Action(t, text=unescape_model_string(a.get("content", a.get("answer", ""))))
+    return Action(t)
+
+
+def parse_uitars(text: str) -> Action | None:
+    """The first action of a UI-TARS answer, points in model-frame numbers, or None.
+
+    Reads after the last ``Action:`` marker when there is one (the thought may mention
+    clicks); takes the first call that yields an action; falls back to bare coordinates
+    (a click) for grounding answers such as ``(512,300)`` or ``<point>512 300</point>``.
+    The thought (or reflection) goes into ``extras``.
+    """
+    if not isinstance(text, str) or not text.strip():
+        return None
+    text = _NOISE.sub("", text)
+    marks = list(_ACTION_MARK.finditer(text))
+    body = text[marks[-1].end() :] if marks else text
+    thought = ""
+    m = re.search(r"(?:Thought|Action_Summary)\s*:\s*(.*?)(?=(?<![A-Za-z_])Action\s*:|\Z)", text, re.S)
+    if m:
+        thought = m.group(1).strip()
+    for call in scan_calls(body):
+        action = call_to_action(call)
+        if action is not None:
+            if thought:
+                action.extras["thought"] = thought
+            return action
+    return bare_click(body)
+
+
+class UiTarsAdapter(VlmAdapter):
+    """Shared UI-TARS behaviour; the versions differ in frame, resize and prompt files."""
+
+    prompt_version = "uitars15"
+
+    def parse_model_action(self, text: str) -> Action | None:
+        return parse_uitars(text)
+
+    def _zoom_note(self, v: dict[str, str]) -> str:
+        return render("uitars_zoom.txt", **v).rstrip("\n")
+
+    def _messages(self, kind: str, image: Image.Image, v: dict[str, str]) -> list[Message]:
+        name = {
+            "grounding": f"{self.prompt_version}_grounding.txt",
+            "agent": f"{self.prompt_version}_agent.txt",
+        }.get(kind, f"uitars_{kind}.txt")
+        v = {"language": self.language, **v}
+        text = render(name, **v).rstrip("\n")
+        # One user turn, the prompt then the screenshot: the order of the official examples.
+        return [
+            {"role": "user", "content": [{"type": "text", "text": text}, {"type": "image", "image": image}]}
+        ]
+
+
+class UiTars10Adapter(UiTarsAdapter):
+    """UI-TARS 1.0 (2B/7B/72B, SFT/DPO): relative 0-1000; Qwen2-VL processor, whose
+    ``max_pixels`` in the released preprocessor config is 2700*28^2."""
+
+    name = "uitars-1.0"
+    frame = "relative"
+    default_resize = ResizeSpec(28, 4 * 28 * 28, 2700 * 28 * 28)
+    prompt_version = "uitars10"
+
+
+class UiTars15Adapter(UiTarsAdapter):
+    """UI-TARS 1.5 (7B): absolute pixels of the smart_resized image (min 100*28^2, max
+    16384*28^2, the ``ui-tars`` package's constants)."""
+
+    name = "uitars-1.5"
+    frame = "absolute"
+    default_resize = ResizeSpec(28, 100 * 28 * 28, 16384 * 28 * 28)
+    prompt_version = "uitars15"
