@@ -1,0 +1,463 @@
+"""The Playwright environment: one Chromium per run, one context per task.
+
+The environment owns the browser; the agent only sees screenshots and returns
+:class:`~regionfocus.actions.Action` data. Screenshots are viewport CSS pixels at device scale 1,
+so an action's point (screenshot px) is the mouse position unchanged.
+
+Per step: :meth:`BrowserEnv.act` executes the action, lets the page settle, parks the mouse at
+the rest point and takes the next screenshot, and reports the :class:`Effect` (see effects.py).
+New tabs and popups are followed, JavaScript dialogs are accepted or dismissed and recorded,
+navigation failures and renderer crashes become the step's error, never an exception.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+from urllib.parse import urlsplit
+
+from PIL import Image
+from playwright.async_api import Browser as PWBrowser
+from playwright.async_api import BrowserContext, Dialog, Page, Playwright, Request, Route, async_playwright
+from playwright.async_api import Error as PlaywrightError
+
+from regionfocus.actions import Action, ActionType
+from regionfocus.triggers import Effect
+
+from .actions_exec import ActionError, ExecOptions, execute
+from .effects import (
+    COUNT_SCRIPT,
+    OBSERVER_SCRIPT,
+    PROBE_SCRIPT,
+    EffectThresholds,
+    PageProbe,
+    combine,
+    expected_noise,
+)
+from .zoom import CdpZoom
+
+log = logging.getLogger(__name__)
+
+DEBIAN_CHROMIUM = "/usr/lib/chromium/chromium"  # /usr/bin/chromium is a wrapper script
+CHROMIUM_ARGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+)
+
+
+def resolve_browser(path: str | None) -> str | None:
+    """The Chromium executable to launch: ``path`` if given (must exist), else Debian's
+    Chromium when installed, else None (Playwright's own browser)."""
+    if path:
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"--browser {path}: no such file")
+        return path
+    return DEBIAN_CHROMIUM if os.path.isfile(DEBIAN_CHROMIUM) else None
+
+
+@dataclass
+class EnvConfig:
+    """``viewport``: (W, H) CSS px = screenshot px. ``allow_domains``: when non-empty, top-level
+    navigations must go to one of these hosts or their subdomains. ``file_root``: file:// URLs
+    under this folder are allowed (the built-in MiniWoB++ pages); other file URLs never are.
+    ``rest``: where the mouse is parked for screenshots, (x, y) px; default the bottom-right
+    corner, away from content."""
+
+    viewport: tuple[int, int] = (1440, 1440)
+    allow_domains: tuple[str, ...] = ()
+    file_root: str | None = None
+    dialogs: Literal["accept", "dismiss"] = "accept"
+    settle_s: float = 0.25
+    settle_max_s: float = 3.0
+    wait_s: float = 2.0
+    nav_timeout_s: float = 30.0
+    action_timeout_s: float = 20.0
+    rest: tuple[float, float] | None = None
+    thresholds: EffectThresholds = field(default_factory=EffectThresholds)
+
+    @property
+    def rest_point(self) -> tuple[float, float]:
+        return self.rest or (self.viewport[0] - 2.0, self.viewport[1] - 2.0)
+
+
+def url_allowed(url: str, config: EnvConfig) -> str | None:
+    """None when the top-level navigation to ``url`` is allowed, else the reason."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme in ("http", "https"):
+        host = (parts.hostname or "").lower()
+        if config.allow_domains and not any(
+            host == d or host.endswith("." + d) for d in (d.lower().lstrip(".") for d in config.allow_domains)
+        ):
+            return f"domain {host!r} is not in the allow-list"
+        return None
+    if scheme == "about" and url in ("about:blank",):
+        return None
+    if scheme == "file" and config.file_root:
+        path = os.path.realpath(parts.path)
+        root = os.path.realpath(config.file_root)
+        if os.path.commonpath([path, root]) == root:
+            return None
+        return f"file {path} is outside {root}"
+    return f"scheme {scheme or '(none)'!r} is not allowed (http and https only)"
+
+
+@dataclass
+class StepResult:
+    """What executing one action did. ``screenshot``: the page afterwards (the next
+    observation); ``events``: dialogs, new pages, blocked navigations, crashes during the step."""
+
+    effect: Effect
+    screenshot: Image.Image | None
+    url: str
+    error: str | None = None
+    events: list[dict] = field(default_factory=list)
+    crashed: bool = False
+    details: dict = field(default_factory=dict)
+
+
+class Browser:
+    """One Chromium for a run, shared by the tasks running in parallel (one context each)."""
+
+    def __init__(self, executable: str | None = None, headless: bool = True):
+        self.executable = resolve_browser(executable)
+        self.headless = headless
+        self._pw: Playwright | None = None
+        self._browser: PWBrowser | None = None
+        self._lock = asyncio.Lock()
+
+    async def start(self) -> Browser:
+        if self._pw is None:
+            self._pw = await async_playwright().start()
+        await self._launch()
+        return self
+
+    async def _launch(self) -> None:
+        assert self._pw is not None
+        args = list(CHROMIUM_ARGS) if self.headless else [a for a in CHROMIUM_ARGS if a != "--headless"]
+        self._browser = await self._pw.chromium.launch(
+            executable_path=self.executable, args=args, headless=self.headless
+        )
+
+    async def new_env(self, config: EnvConfig) -> BrowserEnv:
+        """A fresh context (cookies, storage, pages) for one task; relaunches a dead browser."""
+        async with self._lock:
+            if self._browser is None or not self._browser.is_connected():
+                if self._pw is None:
+                    await self.start()
+                else:
+                    await self._launch()
+            assert self._browser is not None
+            context = await self._browser.new_context(
+                viewport={"width": config.viewport[0], "height": config.viewport[1]},
+                device_scale_factor=1,
+                accept_downloads=False,
+            )
+        env = BrowserEnv(context, config)
+        await env._init()
+        return env
+
+    async def close(self) -> None:
+        if self._browser is not None:
+            try:
+                await self._browser.close()
+            except PlaywrightError:
+                pass
+            self._browser = None
+        if self._pw is not None:
+            await self._pw.stop()
+            self._pw = None
+
+    async def __aenter__(self) -> Browser:
+        return await self.start()
+
+    async def __aexit__(self, *exc) -> None:
+        await self.close()
+
+
+class BrowserEnv:
+    """One task's browser context. Use :meth:`goto`, then alternate :meth:`observe` /
+    :meth:`act`; :attr:`zoom` is the true-zoom view source for RegionFocus."""
+
+    def __init__(self, context: BrowserContext, config: EnvConfig):
+        self.context = context
+        self.config = config
+        self.page: Page | None = None
+        self.events: list[dict] = []
+        self.crashed = False
+        self._pages: list[Page] = []
+        self._shot: Image.Image | None = None
+        self._probe: PageProbe | None = None
+        self._prev_probe: PageProbe | None = None
+        self.zoom = CdpZoom(self._current_page, config.viewport, lambda: self._shot)
+
+    # ------------------------------------------------------------------ setup
+    async def _init(self) -> None:
+        await self.context.add_init_script(OBSERVER_SCRIPT)
+        await self.context.route("**/*", self._route)
+        self.context.on("page", self._on_page)
+        page = await self.context.new_page()
+        # the "page" event also fires for this one; _on_page keeps the list unique
+        self._adopt(page)
+
+    def _current_page(self) -> Page:
+        if self.page is None:
+            raise RuntimeError("the environment has no page")
+        return self.page
+
+    def _adopt(self, page: Page) -> None:
+        if page in self._pages:
+            return
+        self._pages.append(page)
+        page.on("dialog", self._on_dialog)
+        page.on("crash", lambda p=page: self._on_crash(p))
+        page.on("close", lambda p=page: self._on_close(p))
+        page.set_default_timeout(self.config.action_timeout_s * 1000)
+        page.set_default_navigation_timeout(self.config.nav_timeout_s * 1000)
+        if self.page is not None and page is not self.page:
+            self.events.append({"type": "new_page", "url": page.url})
+        self.page = page  # follow new tabs and popups
+
+    def _on_page(self, page: Page) -> None:
+        self._adopt(page)
+
+    def _on_close(self, page: Page) -> None:
+        if page in self._pages:
+            self._pages.remove(page)
+        if page is self.page:
+            self.page = self._pages[-1] if self._pages else None
+            self.events.append({"type": "page_closed", "url": page.url})
+
+    def _on_crash(self, page: Page) -> None:
+        self.events.append({"type": "crash", "url": page.url})
+        if page is self.page:
+            self.crashed = True
+
+    async def _on_dialog(self, dialog: Dialog) -> None:
+        policy = self.config.dialogs
+        self.events.append(
+            {"type": "dialog", "kind": dialog.type, "message": dialog.message[:500], "handled": policy}
+        )
+        try:
+            if policy == "accept" or dialog.type == "beforeunload":
+                await dialog.accept()  # leaving a page must never hang the run
+            else:
+                await dialog.dismiss()
+        except PlaywrightError:
+            pass
+
+    async def _route(self, route: Route, request: Request) -> None:
+        if request.is_navigation_request() and _top_level(request):
+            reason = url_allowed(request.url, self.config)
+            if reason is not None:
+                self.events.append({"type": "blocked", "url": request.url[:500], "reason": reason})
+                await route.abort("blockedbyclient")
+                return
+        await route.continue_()
+
+    # ------------------------------------------------------------------ navigation
+    async def goto(self, url: str) -> str | None:
+        """Open ``url`` in the current page; returns an error message or None."""
+        reason = url_allowed(url, self.config)
+        if reason is not None:
+            return f"navigation to {url!r} refused: {reason}"
+        page = self._current_page()
+        try:
+            await page.goto(url, wait_until="domcontentloaded", timeout=self.config.nav_timeout_s * 1000)
+        except PlaywrightError as e:
+            return f"navigation to {url!r} failed: {_short(e)}"
+        return None
+
+    # ------------------------------------------------------------------ observation
+    async def _probe_page(self) -> PageProbe:
+        page = self.page
+        if page is None or self.crashed:
+            return PageProbe("", None, None, time.monotonic())
+        try:
+            m, fp = await asyncio.wait_for(page.evaluate(PROBE_SCRIPT), timeout=5)
+        except (PlaywrightError, asyncio.TimeoutError):
+            m, fp = None, None
+        return PageProbe(page.url, m, fp, time.monotonic())
+
+    async def _count(self) -> int | None:
+        page = self.page
+        if page is None or self.crashed:
+            return None
+        try:
+            return await asyncio.wait_for(page.evaluate(COUNT_SCRIPT), timeout=5)
+        except (PlaywrightError, asyncio.TimeoutError):
+            return None
+
+    async def _park(self) -> None:
+        x, y = self.config.rest_point
+        page = self.page
+        if page is not None and not self.crashed:
+            await page.mouse.move(x, y)
+
+    async def _screenshot(self) -> Image.Image:
+        page = self._current_page()
+        if self.crashed:
+            raise RuntimeError("the page crashed")
+        data = await page.screenshot(type="png", caret="hide", timeout=self.config.action_timeout_s * 1000)
+        return Image.open(io.BytesIO(data)).convert("RGB")
+
+    async def _settle(self) -> None:
+        """Wait at least ``settle_s``, then until the DOM is quiet (two equal mutation counts
+        100 ms apart) or ``settle_max_s`` has passed."""
+        cfg = self.config
+        deadline = time.monotonic() + cfg.settle_max_s
+        await asyncio.sleep(cfg.settle_s)
+        page = self.page
+        if page is None or self.crashed:
+            return
+        try:
+            await page.wait_for_load_state(
+                "domcontentloaded", timeout=max(1.0, deadline - time.monotonic()) * 1000
+            )
+        except PlaywrightError:
+            pass
+        last = None
+        while time.monotonic() < deadline and not self.crashed:
+            count = await self._count()  # None mid-navigation: the old document is gone
+            if count is not None and count == last:
+                return
+            last = count
+            await asyncio.sleep(0.1)
+
+    async def observe(self) -> Image.Image:
+        """The current screen with the mouse parked at the rest point (first step; later
+        steps use :attr:`StepResult.screenshot`)."""
+        await self._park()
+        await self._settle()
+        probe = await self._probe_page()
+        self._shot = await self._screenshot()
+        self._prev_probe = self._probe
+        self._probe = PageProbe(probe.url, await self._count(), probe.fingerprint, time.monotonic())
+        return self._shot
+
+    @property
+    def last_screenshot(self) -> Image.Image | None:
+        return self._shot
+
+    # ------------------------------------------------------------------ acting
+    async def act(self, action: Action) -> StepResult:
+        """Execute ``action`` and report what it did. Never raises for page-side failures."""
+        if self._shot is None or self._probe is None:
+            await self.observe()
+        shot_before, probe_obs = self._shot, self._probe
+        assert shot_before is not None and probe_obs is not None
+        n_events = len(self.events)
+        pages_before = list(self._pages)
+        page_before = self.page
+        start = await self._probe_page()  # the agent thought since the observation
+        noise_rate_probe = probe_obs
+        error: str | None = None
+        opts = ExecOptions(self.config.viewport, self.config.wait_s, self.config.nav_timeout_s)
+        t0 = time.monotonic()
+        try:
+            await asyncio.wait_for(
+                execute(self._current_page(), action, opts),
+                timeout=self.config.action_timeout_s + (opts.wait_s if action.type == ActionType.WAIT else 0),
+            )
+        except ActionError as e:
+            error = f"invalid action: {e}"
+        except asyncio.TimeoutError:
+            error = f"action timed out after {self.config.action_timeout_s:.0f} s"
+        except (PlaywrightError, RuntimeError) as e:
+            error = f"{type(e).__name__}: {_short(e)}"
+
+        if action.type != ActionType.HOVER:  # a hover's effect is the mouse staying there
+            try:
+                await self._park()
+            except PlaywrightError:
+                pass
+        await self._settle()
+        events = self.events[n_events:]
+        if any(e["type"] == "crash" for e in events) or self.crashed:
+            self.crashed = True
+            error = error or "page crashed"
+            effect = Effect(changed=True, error=error)
+            return StepResult(effect, None, "", error, events, crashed=True)
+        blocked = [e for e in events if e["type"] == "blocked"]
+        if blocked and error is None:
+            error = f"navigation blocked: {blocked[-1]['url']} ({blocked[-1]['reason']})"
+
+        # Probe before the screenshot: Playwright's caret hiding touches each input's style
+        # attribute, and those mutations are ours, not the action's.
+        after = await self._probe_page()
+        try:
+            shot_after = await self._screenshot()
+        except (PlaywrightError, RuntimeError) as e:
+            error = error or f"screenshot failed: {_short(e)}"
+            effect = Effect(changed=True, error=error)
+            return StepResult(effect, None, self.page.url if self.page else "", error, events, self.crashed)
+        window = after.t - t0
+        noise = expected_noise(start, noise_rate_probe, window)
+        new_page = self.page is not page_before or any(p not in pages_before for p in self._pages)
+        dialogs = [e for e in events if e["type"] == "dialog"]
+        mutations = (
+            after.mutations - start.mutations
+            if after.mutations is not None and start.mutations is not None and not new_page
+            else None
+        )
+        effect = combine(
+            url_before=probe_obs.url,
+            url_after=after.url,
+            mutations=mutations,
+            noise=noise,
+            fingerprint_before=probe_obs.fingerprint,
+            fingerprint_after=after.fingerprint,
+            shot_before=shot_before,
+            shot_after=shot_after,
+            new_page=new_page,
+            dialog=dialogs[-1]["message"] if dialogs else None,
+            error=error,
+            thresholds=self.config.thresholds,
+        )
+        self._shot = shot_after
+        # The next step's baseline: the counter after the screenshot, the state as probed.
+        self._prev_probe = start
+        self._probe = PageProbe(after.url, await self._count(), after.fingerprint, time.monotonic())
+        details = {"noise": round(noise, 3), "raw_mutations": mutations, "window_s": round(window, 3)}
+        return StepResult(effect, shot_after, after.url, error, events, False, details)
+
+    async def evaluate(self, script: str, arg=None):
+        """Run one of *our* scripts in the page (task setup and reward reading); never a string
+        that a model or a page produced."""
+        return await self._current_page().evaluate(script, arg)
+
+    async def close(self) -> None:
+        try:
+            await self.context.close()
+        except PlaywrightError:
+            pass
+
+
+def _top_level(request: Request) -> bool:
+    """Whether a navigation request is for a top-level document. A popup's first request comes
+    before its frame exists: that is a top-level navigation too."""
+    try:
+        return request.frame.parent_frame is None
+    except PlaywrightError:
+        return True
+
+
+def _short(e: BaseException, limit: int = 300) -> str:
+    """The first line of a Playwright error (its call logs run to many lines)."""
+    text = str(e).strip().splitlines()
+    return (text[0] if text else type(e).__name__)[:limit]
+
+
+def file_url(path: str | Path) -> str:
+    return Path(path).resolve().as_uri()
