@@ -1,0 +1,42 @@
+"""The recommended ``vllm serve`` line per family (design notes §4).
+
+``--generation-config vllm`` matters: without it vLLM applies the model's own
+generation_config (temperature, repetition penalty) to every request that does not override
+it. ``--limit-mm-per-prompt`` allows the extra images of a RegionFocus round's requests.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from .registry import VLM_FAMILIES
+
+# Public checkpoints a user most likely means; any local folder or hub id works.
+DEFAULT_MODELS = {
+    "uitars-1.0": "bytedance-research/UI-TARS-7B-DPO",
+    "uitars-1.5": "ByteDance-Seed/UI-TARS-1.5-7B",
+    "qwen2.5-vl": "Qwen/Qwen2.5-VL-7B-Instruct",
+    "qwen3-vl": "Qwen/Qwen3-VL-8B-Instruct",
+}
+COMMON_FLAGS = [
+    "--limit-mm-per-prompt",
+    '{"image":5}',
+    "--max-model-len",
+    "32768",
+    "--generation-config",
+    "vllm",
+]
+
+
+def serve_command(adapter_name: str, model_path: str | None = None) -> str:
+    """A shell line that starts vLLM's OpenAI-compatible server for ``adapter_name``.
+
+    The adapter resizes images itself to a size the server's processor keeps as is, so no
+    pixel flags are needed; send temperature 0 explicitly (the adapters do)."""
+    key = adapter_name.strip().lower()
+    if key not in VLM_FAMILIES:
+        raise ValueError(
+            f"no server needed or known for adapter {adapter_name!r}; serve-command knows: {', '.join(VLM_FAMILIES)}"
+        )
+    model = model_path or DEFAULT_MODELS[key]
+    return shlex.join(["vllm", "serve", model, *COMMON_FLAGS])
