@@ -1,0 +1,124 @@
+"""Encode PIL images for transport as ``data:`` URLs (base64), without resizing them.
+
+The adapter has already resized each image to exactly the size its model sees, so encoding must
+keep every pixel: PNG (lossless, the default) keeps the answer's frame and content exact; JPEG and
+WebP trade fidelity for smaller requests.
+
+One RegionFocus round sends the same screenshot in many requests (the shared prefix that lets a
+server's prefix cache work); :class:`ImageEncoder` encodes it once. Its cache is keyed by the image
+object's identity and size, and each entry holds a weak reference to its image, so a new image
+that happens to reuse a freed object's id never gets a stale encoding. Images must not be drawn
+on in place after they were first sent (adapters draw stars on copies).
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import threading
+import weakref
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from PIL import Image
+
+_FORMATS = {"png": ("PNG", "image/png"), "jpeg": ("JPEG", "image/jpeg"), "webp": ("WEBP", "image/webp")}
+_ALIASES = {"jpg": "jpeg"}
+
+
+def normalize_format(image_format: str) -> str:
+    """``"png"``, ``"jpeg"`` (alias ``"jpg"``) or ``"webp"``; raises ValueError naming the input."""
+    name = _ALIASES.get(image_format.lower(), image_format.lower())
+    if name not in _FORMATS:
+        raise ValueError(f"image_format must be one of png, jpeg, webp; got {image_format!r}")
+    return name
+
+
+def encode_data_url(image: Image.Image, image_format: str = "png", quality: int = 90) -> str:
+    """``data:image/<fmt>;base64,...`` for ``image`` at its own size (W, H unchanged).
+
+    ``quality`` (1-100) applies to JPEG and WebP only. Modes a format cannot store are converted
+    (RGBA/P to RGB for JPEG), never the size.
+    """
+    name = normalize_format(image_format)
+    if not 1 <= quality <= 100:
+        raise ValueError(f"quality must be in 1..100; got {quality}")
+    pil_format, mime = _FORMATS[name]
+    img = image
+    if name == "jpeg" and img.mode not in ("RGB", "L"):
+        img = img.convert("RGB")
+    elif name == "png" and img.mode not in ("RGB", "RGBA", "L", "LA", "P", "1", "I", "I;16"):
+        img = img.convert("RGB")
+    elif name == "webp" and img.mode not in ("RGB", "RGBA"):
+        img = img.convert("RGBA" if "A" in img.mode else "RGB")
+    buf = io.BytesIO()
+    if name == "png":
+        # compress_level 1: screenshots compress well already; level 6 costs several times the CPU
+        # for a few percent of bytes on a local link.
+        img.save(buf, format=pil_format, compress_level=1)
+    else:
+        img.save(buf, format=pil_format, quality=quality)
+    return f"data:{mime};base64,{base64.b64encode(buf.getvalue()).decode('ascii')}"
+
+
+@dataclass
+class _Entry:
+    ref: weakref.ref
+    url: str
+
+
+class ImageEncoder:
+    """Data-URL encoder with a small LRU cache (``cache_size`` images) shared across requests.
+
+    Thread-safe; ``hits``/``misses`` count cache use (the tests and benchmarks read them).
+    """
+
+    def __init__(self, image_format: str = "png", quality: int = 90, cache_size: int = 8) -> None:
+        self.image_format = normalize_format(image_format)
+        if not 1 <= quality <= 100:
+            raise ValueError(f"quality must be in 1..100; got {quality}")
+        self.quality = quality
+        self.cache_size = max(0, int(cache_size))
+        self._cache: OrderedDict[tuple[int, tuple[int, int], str], _Entry] = OrderedDict()
+        self._lock = threading.Lock()
+        self._pending: dict[tuple[int, tuple[int, int], str], threading.Lock] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def data_url(self, image: Image.Image) -> str:
+        key = (id(image), image.size, image.mode)
+        with self._lock:
+            url = self._lookup(key, image)
+            if url is not None:
+                return url
+            # Concurrent requests of one round all carry the same new screenshot: the first
+            # encodes it while the others wait on the same key instead of encoding it again.
+            key_lock = self._pending.setdefault(key, threading.Lock())
+        with key_lock:
+            with self._lock:
+                url = self._lookup(key, image)
+            if url is None:
+                url = encode_data_url(image, self.image_format, self.quality)
+                with self._lock:
+                    self.misses += 1
+                    if self.cache_size:
+                        self._cache[key] = _Entry(weakref.ref(image), url)
+                        self._cache.move_to_end(key)
+                        while len(self._cache) > self.cache_size:
+                            self._cache.popitem(last=False)
+        with self._lock:
+            if self._pending.get(key) is key_lock and not key_lock.locked():
+                del self._pending[key]
+        return url
+
+    def _lookup(self, key: tuple[int, tuple[int, int], str], image: Image.Image) -> str | None:
+        entry = self._cache.get(key)
+        if entry is None or entry.ref() is not image:
+            return None
+        self._cache.move_to_end(key)
+        self.hits += 1
+        return entry.url
+
+    def clear(self) -> None:
+        with self._lock:
+            self._cache.clear()
