@@ -79,7 +79,7 @@ class Sample:
             "task_filename": self.task_filename,
             "img_filename": self.img_filename,
             "img_path": str(self.image_path),
-            "bbox": list(self.bbox),
+            "bbox": [int(v) if v.is_integer() else v for v in self.bbox],  # as annotated
             "img_size": list(self.img_size),
             "instruction": self.instruction,
             "lang": self.language,

@@ -20,7 +20,7 @@ from typing import Any
 from PIL import Image, ImageDraw, ImageFont
 
 from regionfocus.geometry import Box, Point
-from regionfocus.landmarks import draw_boxes, draw_landmarks
+from regionfocus.landmarks import STAR_FILL, draw_boxes, draw_landmarks
 
 from .dataset import GROUPS, sample_order_key
 from .metrics import CORRECT, detail, evaluate
@@ -227,9 +227,21 @@ def summary_markdown(
     ]
     if s["error_examples"]:
         lines += ["## Errors (first 5)", ""] + [f"- {e}" for e in s["error_examples"]] + [""]
-    if ident.get("regionfocus"):
-        lines += ["## Configuration", "", "```json", json.dumps(ident, indent=2), "```", ""]
+    if ident:
+        lines += ["## Configuration", "", "```"]
+        lines += [f"{k} = {json.dumps(v, ensure_ascii=False)}" for k, v in _flatten(ident).items()]
+        lines += ["```", ""]
     return "\n".join(lines)
+
+
+def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
 
 
 def _counts(c: dict[str, int]) -> str:
@@ -310,52 +322,67 @@ FINAL_COLOR = (20, 90, 255)
 FOCAL_COLOR = (0, 200, 220)
 
 
-def _marker(draw: ImageDraw.ImageDraw, p: Point, color, label: str, r: int) -> None:
-    """A ring with a cross and a short label: distinct from the model's pink stars."""
+def _marker(draw: ImageDraw.ImageDraw, p: Point, color, label: str, r: int, corner: str = "se") -> None:
+    """A ring with a broken cross (the point itself stays visible) and a short label placed at
+    ``corner`` ("se", "ne", "sw", "nw") so coinciding markers do not hide each other's labels."""
     w = max(2, r // 4)
     draw.ellipse((p.x - r, p.y - r, p.x + r, p.y + r), outline=color, width=w)
-    draw.line((p.x - 1.6 * r, p.y, p.x + 1.6 * r, p.y), fill=color, width=max(1, w // 2))
-    draw.line((p.x, p.y - 1.6 * r, p.x, p.y + 1.6 * r), fill=color, width=max(1, w // 2))
-    font = ImageFont.load_default(size=max(10, int(r * 1.4)))
+    for dx, dy in ((1, 0), (-1, 0), (0, 1), (0, -1)):
+        draw.line(
+            (p.x + dx * 0.5 * r, p.y + dy * 0.5 * r, p.x + dx * 1.7 * r, p.y + dy * 1.7 * r),
+            fill=color,
+            width=w,
+        )
+    font = ImageFont.load_default(size=max(11, int(r * 1.5)))
+    left, top, right, bottom = draw.textbbox((0, 0), label, font=font)
+    tx = p.x + 1.2 * r if "e" in corner else p.x - 1.2 * r - (right - left)
+    ty = p.y + 1.0 * r if "s" in corner else p.y - 1.0 * r - (bottom - top)
     draw.text(
-        (p.x + r + 2, p.y + r), label, fill=color, font=font, stroke_width=2, stroke_fill=(255, 255, 255)
+        (tx - left, ty - top), label, fill=color, font=font, stroke_width=2, stroke_fill=(255, 255, 255)
     )
 
 
-def _overlay(rec: dict[str, Any], image: Image.Image, origin: Point, scale: float) -> Image.Image:
-    """``image`` shows the screenshot from ``origin`` at ``scale`` (view px per screenshot px);
-    draws the ground truth, RegionFocus boxes, candidate stars, focal, baseline and final."""
+def _overlay(
+    rec: dict[str, Any], image: Image.Image, origin: Point, scale: float, *, stars: bool = True
+) -> Image.Image:
+    """``image`` shows the screenshot from ``origin`` at ``scale`` (image px per screenshot px).
+    Draws the RegionFocus boxes, the candidates (pink stars, or rings when ``stars`` is False),
+    the focal, baseline and final points, and the ground-truth box last, so it is never hidden."""
 
     def tp(xy: Sequence[float]) -> Point:
         return Point((xy[0] - origin.x) * scale, (xy[1] - origin.y) * scale)
 
     def tb(xyxy: Sequence[float]) -> Box:
-        a, b = tp(xyxy[:2]), tp(xyxy[2:])
-        return Box.from_corners(a, b)
+        return Box.from_corners(tp(xyxy[:2]), tp(xyxy[2:]))
 
     rounds = (rec.get("trace") or {}).get("rounds") or []
     boxes = [tb(b) for rnd in rounds for b in rnd.get("boxes", [])]
     out = draw_boxes(image, boxes) if boxes else image.convert("RGB").copy()
-    stars, labels = [], []
-    for rnd in rounds[-1:]:
-        for c in rnd.get("merged", []):
-            pt = c["action"].get("point")
-            if pt:
-                stars.append(tp(pt))
-                labels.append(str(c.get("number") or ""))
-    if stars:
-        out = draw_landmarks(out, stars, labels)
+    cands = [
+        (tp(c["action"]["point"]), str(c.get("number") or ""))
+        for rnd in rounds[-1:]
+        for c in rnd.get("merged", [])
+        if c["action"].get("point")
+    ]
+    r = max(6, round(max(out.size) * 0.007))
+    if stars and cands:
+        out = draw_landmarks(out, [p for p, _ in cands], [lab for _, lab in cands])
     draw = ImageDraw.Draw(out)
-    r = max(6, round(max(out.size) * 0.008))
-    gt = tb(rec["sample"]["bbox"])
-    draw.rectangle(gt.to_list(), outline=GT_COLOR, width=max(2, r // 3))
+    if not stars:
+        for p, lab in cands:
+            _marker(draw, p, STAR_FILL, lab, r, "ne")
     for rnd in rounds:
         if rnd.get("focal"):
-            _marker(draw, tp(rnd["focal"]), FOCAL_COLOR, "focal", r)
+            _marker(draw, tp(rnd["focal"]), FOCAL_COLOR, "focal", r, "sw")
     if rec["baseline"]["point"]:
-        _marker(draw, tp(rec["baseline"]["point"]), BASELINE_COLOR, "B", r)
+        _marker(draw, tp(rec["baseline"]["point"]), BASELINE_COLOR, "B", r, "nw")
     if rec["final"]["point"] and rec["final"]["point"] != rec["baseline"]["point"]:
-        _marker(draw, tp(rec["final"]["point"]), FINAL_COLOR, "F", r)
+        _marker(draw, tp(rec["final"]["point"]), FINAL_COLOR, "F", r, "se")
+    gt = tb(rec["sample"]["bbox"])
+    pad = max(2, r // 3)
+    draw.rectangle(
+        (gt.left - pad, gt.top - pad, gt.right + pad, gt.bottom + pad), outline=GT_COLOR, width=pad
+    )
     return out
 
 
@@ -395,12 +422,17 @@ def sample_images(rec: dict[str, Any], cache: _ImageCache, thumb_width: int) -> 
         (max(1, round(w * s)), max(1, round(h * s))), Image.Resampling.BILINEAR, reducing_gap=2.0
     )
     overview = _overlay(rec, thumb, Point(0, 0), s)
+    # The crop: about 360x210 screenshot px around the target (more if the target is larger),
+    # magnified to at most 720 px wide so a 10 px icon and the markers around it are legible.
     x1, y1, x2, y2 = rec["sample"]["bbox"]
-    cw, ch = min(w, 720), min(h, 420)
-    left = min(max(0, (x1 + x2) / 2 - cw / 2), w - cw)
-    top = min(max(0, (y1 + y2) / 2 - ch / 2), h - ch)
-    crop = full.crop((round(left), round(top), round(left) + cw, round(top) + ch))
-    detail_img = _overlay(rec, crop, Point(round(left), round(top)), 1.0)
+    cw, ch = min(w, max(360, round(3 * (x2 - x1)))), min(h, max(210, round(3 * (y2 - y1))))
+    left = round(min(max(0, (x1 + x2) / 2 - cw / 2), w - cw))
+    top = round(min(max(0, (y1 + y2) / 2 - ch / 2), h - ch))
+    zoom = max(1.0, 720 / cw)
+    crop = full.crop((left, top, left + cw, top + ch)).resize(
+        (round(cw * zoom), round(ch * zoom)), Image.Resampling.LANCZOS
+    )
+    detail_img = _overlay(rec, crop, Point(left, top), zoom, stars=False)
     return _jpeg_data_url(overview, 65), _jpeg_data_url(detail_img, 80)
 
 
