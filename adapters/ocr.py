@@ -1,0 +1,521 @@
+"""The built-in OCR grounder: a CPU-only agent with no downloads (rapidocr 3.x, PP-OCRv6 small
+models shipped in the wheel) that implements the whole :class:`regionfocus.model.GroundingModel`.
+
+Like a VLM, it sees every image through a pixel budget: an image larger than ``budget`` pixels
+is downscaled (aspect ratio kept) before OCR, so small text on a 4K screenshot becomes
+unreadable, and the zoomed views RegionFocus cuts read it again. That budget is the thing
+RegionFocus exists to beat, which makes this agent a faithful, deterministic stand-in for a
+VLM in tests and demos.
+
+Frames: OCR runs on the *budget* image; every point or box this module returns is in pixels of
+the image it was given (the budget scale undone).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import math
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+from regionfocus.actions import Action, ActionType
+from regionfocus.geometry import Box, Point, box_around
+from regionfocus.landmarks import STAR_FILL, star_radius
+from regionfocus.model import ModelReply, Option, Query, Usage, Verdict
+
+from .ocr_text import Match, ParsedInstruction, TextLine, best_matches, parse_instruction, token_overlap
+
+DEFAULT_BUDGET = 1_000_000  # px; about what a 7B VLM sees of a screenshot (~1280x768)
+
+_KIND_TO_ACTION = {
+    "click": ActionType.CLICK,
+    "double_click": ActionType.DOUBLE_CLICK,
+    "right_click": ActionType.RIGHT_CLICK,
+    "type": ActionType.TYPE,
+}
+
+
+def budget_size(size: tuple[int, int], budget: int) -> tuple[int, int]:
+    """(W, H) after fitting ``size`` into ``budget`` pixels, aspect kept; never upscales."""
+    w, h = size
+    if w * h <= budget:
+        return w, h
+    s = math.sqrt(budget / (w * h))
+    return max(1, math.floor(w * s)), max(1, math.floor(h * s))
+
+
+class _Engine:
+    """One RapidOCR instance per process, built on first use and shared by every agent.
+
+    Calls are serialised: onnxruntime already uses every core for one image, and the engine's
+    pipeline keeps per-call state.
+    """
+
+    _lock = threading.Lock()
+    _engine = None
+
+    @classmethod
+    def get(cls, threads: int | None = None):
+        with cls._lock:
+            if cls._engine is None:
+                cls._engine = cls._build(threads)
+            return cls._engine
+
+    @staticmethod
+    def _build(threads: int | None):
+        import rapidocr
+        from rapidocr import RapidOCR
+
+        models = Path(rapidocr.__file__).resolve().parent / "models"
+        det, rec = models / "PP-OCRv6_det_small.onnx", models / "PP-OCRv6_rec_small.onnx"
+        missing = [str(p) for p in (det, rec) if not p.is_file()]
+        if missing:
+            # Explicit paths: rapidocr would otherwise try to download a missing default model.
+            raise RuntimeError(f"rapidocr models not found in its wheel: {', '.join(missing)}")
+        params = {
+            "Global.log_level": "critical",
+            "Global.use_cls": False,  # GUI text is upright; the angle classifier only costs time
+            "Global.text_score": 0.0,  # keep every line; the agent weighs confidence itself
+            "Global.max_side_len": 1_000_000,  # the agent's budget is the only downscale
+            "Det.model_path": str(det),
+            "Rec.model_path": str(rec),
+        }
+        if threads:
+            params["EngineConfig.onnxruntime.intra_op_num_threads"] = int(threads)
+        return RapidOCR(params=params)
+
+    @classmethod
+    def read(cls, rgb: np.ndarray, threads: int | None = None) -> list[TextLine]:
+        """OCR lines of an RGB uint8 array, boxes XYXY in its pixels."""
+        engine = cls.get(threads)
+        with cls._lock:
+            out = engine(rgb)
+        if out is None or getattr(out, "boxes", None) is None or getattr(out, "txts", None) is None:
+            return []
+        lines = []
+        for quad, text, conf in zip(out.boxes, out.txts, out.scores, strict=False):
+            q = np.asarray(quad, dtype=float)
+            box = Box(q[:, 0].min(), q[:, 1].min(), q[:, 0].max(), q[:, 1].max())
+            lines.append(TextLine(str(text), float(conf), box))
+        lines.sort(key=lambda ln: (ln.box.top, ln.box.left))
+        return lines
+
+
+@dataclass
+class Seen:
+    """What the agent saw of one image: its budget rendering and the OCR lines read from it.
+
+    ``size``: the given image's (W, H); ``array``: the budget image (H', W', 3) uint8; line
+    boxes are in budget pixels. ``through_stars``: read from an annotated image because no
+    clean version of the screen had been seen.
+    """
+
+    size: tuple[int, int]
+    array: np.ndarray
+    lines: list[TextLine]
+    through_stars: bool = False
+    ocr_s: float = 0.0
+
+    @property
+    def budget(self) -> tuple[int, int]:
+        return self.array.shape[1], self.array.shape[0]
+
+    @property
+    def sx(self) -> float:
+        """Given-image pixels per budget pixel, horizontally."""
+        return self.size[0] / self.array.shape[1]
+
+    @property
+    def sy(self) -> float:
+        return self.size[1] / self.array.shape[0]
+
+    def to_image(self, p: Point) -> Point:
+        return Point(p.x * self.sx, p.y * self.sy)
+
+    def to_budget(self, p: Point) -> Point:
+        return Point(p.x / self.sx, p.y / self.sy)
+
+    def box_to_image(self, b: Box) -> Box:
+        return Box(b.left * self.sx, b.top * self.sy, b.right * self.sx, b.bottom * self.sy)
+
+
+class OcrAgent:
+    """A deterministic OCR grounder behind the model protocol.
+
+    ``budget``: pixels the agent sees of any image. Options: ``act_threshold`` (a match must
+    score this to be acted on), ``judge_threshold`` (a starred point must match this well to be
+    accepted; stricter than acting, as a model checking its own answer should be),
+    ``partial_threshold`` (weaker matches still count as focal evidence), ``min_conf`` (OCR
+    lines below this confidence count as unreadable), ``cache_size`` (images remembered),
+    ``threads`` (onnxruntime threads; default: all cores).
+    """
+
+    name = "ocr"
+
+    def __init__(
+        self,
+        budget: int = DEFAULT_BUDGET,
+        *,
+        act_threshold: float = 0.75,
+        judge_threshold: float = 0.8,
+        partial_threshold: float = 0.6,
+        min_conf: float = 0.3,
+        cache_size: int = 16,
+        threads: int | None = None,
+    ):
+        if int(budget) < 1024:
+            raise ValueError(f"ocr budget must be at least 1024 pixels, got {budget!r}")
+        for label, v in (
+            ("act_threshold", act_threshold),
+            ("judge_threshold", judge_threshold),
+            ("partial_threshold", partial_threshold),
+            ("min_conf", min_conf),
+        ):
+            if not 0.0 <= float(v) <= 1.0:
+                raise ValueError(f"ocr {label} must be in [0, 1], got {v!r}")
+        self.budget = int(budget)
+        self.act_threshold = float(act_threshold)
+        self.judge_threshold = float(judge_threshold)
+        self.partial_threshold = float(partial_threshold)
+        self.min_conf = float(min_conf)
+        self.threads = threads
+        self._cache: OrderedDict[str, Seen] = OrderedDict()
+        self._cache_size = max(1, int(cache_size))
+        self._cache_lock = threading.Lock()
+
+    # ------------------------------------------------------------------ seeing
+    def input_size(self, size: tuple[int, int]) -> tuple[int, int]:
+        return budget_size(size, self.budget)
+
+    def _budget_array(self, image: Image.Image) -> np.ndarray:
+        rgb = image.convert("RGB")
+        target = self.input_size(rgb.size)
+        if target != rgb.size:
+            # Bicubic with antialiasing, as the Qwen-VL image processors resize.
+            rgb = rgb.resize(target, Image.Resampling.BICUBIC)
+        return np.asarray(rgb, dtype=np.uint8)
+
+    def _see(self, image: Image.Image, array: np.ndarray | None = None, through_stars: bool = False) -> Seen:
+        """OCR of ``image`` through the budget, cached by the budget image's bytes."""
+        if array is None:
+            array = self._budget_array(image)
+        key = hashlib.blake2b(array.tobytes(), digest_size=16).hexdigest() + f"/{image.size}"
+        with self._cache_lock:
+            if key in self._cache:
+                self._cache.move_to_end(key)
+                return self._cache[key]
+        t0 = time.perf_counter()
+        lines = _Engine.read(array, self.threads)
+        seen = Seen(image.size, array, lines, through_stars, ocr_s=time.perf_counter() - t0)
+        self._remember(key, seen)
+        return seen
+
+    def _remember(self, key: str, seen: Seen) -> None:
+        with self._cache_lock:
+            self._cache[key] = seen
+            self._cache.move_to_end(key)
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+
+    def _see_starred(self, image: Image.Image, points: Sequence[Point]) -> Seen:
+        """What the agent reads of a screen annotated with stars at ``points``.
+
+        A star covers the very text it marks. When the agent has already seen this screen
+        without stars (the same budget image except around the stars), it reads that one, as
+        a VLM whose requests share the clean screenshot as a prefix would (DESIGN §4); the
+        stars then only say where to look. Otherwise it reads the annotated image itself.
+        Either way it reads at the budget resolution.
+        """
+        array = self._budget_array(image)
+        if points:
+            base = self._clean_base(image.size, array, points)
+            if base is not None:
+                return base
+        return self._see(image, array, through_stars=bool(points))
+
+    def _clean_base(self, size: tuple[int, int], array: np.ndarray, points: Sequence[Point]) -> Seen | None:
+        h, w = array.shape[:2]
+        sx, sy = size[0] / w, size[1] / h
+        # A star and its number tag fit within ~4 star radii of its point (see landmarks.py).
+        reach = 4.0 * star_radius(size) / min(sx, sy) + 3.0
+        pts = np.array([[p.x / sx, p.y / sy] for p in points])
+        with self._cache_lock:
+            cands = [
+                s for s in reversed(self._cache.values()) if s.size == size and s.array.shape == array.shape
+            ]
+        cands.sort(key=lambda s: s.through_stars)  # stable: clean reads first, most recent first
+        for seen in cands:
+            diff = np.abs(seen.array.astype(np.int16) - array.astype(np.int16)).max(axis=2) > 24
+            ys, xs = np.nonzero(diff)
+            if len(xs) > len(pts) * math.pi * reach * reach:
+                continue
+            if len(xs):
+                d2 = (xs[:, None] - pts[None, :, 0]) ** 2 + (ys[:, None] - pts[None, :, 1]) ** 2
+                if d2.min(axis=1).max() > reach * reach:
+                    continue
+            return seen
+        return None
+
+    async def _look(self, image: Image.Image, points: Sequence[Point] = ()) -> Seen:
+        return await asyncio.to_thread(self._see_starred, image, list(points))
+
+    def _readable(self, seen: Seen) -> list[TextLine]:
+        return [ln for ln in seen.lines if ln.conf >= self.min_conf]
+
+    # ------------------------------------------------------------------ protocol
+    async def act(self, image: Image.Image, query: Query, *, zoomed: bool = False) -> ModelReply:
+        """The best match's centre as a click (or a typed value for enter/type instructions);
+        ``action=None`` when nothing matches well enough (RegionFocus's no-action trigger)."""
+        t0 = time.perf_counter()
+        parsed = parse_instruction(query.instruction)
+        seen = await self._look(image)
+        usage = Usage(latency_s=0.0, endpoint="ocr")
+        if parsed.kind == "type" and not parsed.target:
+            action = Action(ActionType.TYPE, text=parsed.value)
+            return self._reply(f"type({parsed.value!r}) (no field named)", t0, usage, action=action)
+        if not parsed.target:
+            return self._reply(f"no target phrase in instruction {query.instruction!r}", t0, usage)
+        matches = best_matches(parsed, self._readable(seen))
+        best = matches[0] if matches else None
+        if best is None or best.score < self.act_threshold:
+            near = f'; best "{best.text}" score={best.score:.2f}' if best else ""
+            return self._reply(
+                f'no text matching "{parsed.target}" (read {len(seen.lines)} lines{near})', t0, usage
+            )
+        point = seen.to_image(best.box.center)
+        extras = {
+            "score": round(best.score, 4),
+            "matched": best.text,
+            "target": parsed.target,
+            "zoomed": zoomed,
+        }
+        action = Action(_KIND_TO_ACTION[parsed.kind], point, text=parsed.value, extras=extras)
+        verb = parsed.kind if parsed.kind != "type" else f"type({parsed.value!r}) at"
+        text = f'{verb}({point.x:.0f},{point.y:.0f}) "{best.text}" score={best.score:.2f}'
+        return self._reply(text, t0, usage, action=action, point=point)
+
+    async def propose_point(
+        self, image: Image.Image, query: Query, avoid: Sequence[Point], avoid_on_image: bool
+    ) -> ModelReply:
+        """The best partial evidence away from ``avoid``: a weaker match, else the densest patch of
+        small marks the OCR could not read (small text is where an unread target hides), else a
+        line sharing a word with the target, else the image centre."""
+        t0 = time.perf_counter()
+        parsed = parse_instruction(query.instruction)
+        seen = await self._look(image, avoid if avoid_on_image else ())
+        point, why = self._evidence(seen, parsed, list(avoid))
+        return self._reply(
+            f"focus({point.x:.0f},{point.y:.0f}) {why}", t0, Usage(endpoint="ocr"), point=point
+        )
+
+    async def judge(self, image: Image.Image, query: Query, point: Point) -> ModelReply:
+        """YES when the text under the star matches the target at least ``judge_threshold``;
+        NO when it reads something else there, or nothing."""
+        t0 = time.perf_counter()
+        parsed = parse_instruction(query.instruction)
+        seen = await self._look(image, [point])
+        m, here = self._evidence_at(seen, parsed, point)
+        usage = Usage(endpoint="ocr")
+        if m is not None and m.score >= self.judge_threshold:
+            return self._reply(
+                f'YES: the star is on "{m.text}" (score={m.score:.2f})', t0, usage, verdict=Verdict.YES
+            )
+        if here:
+            what = f'"{here}"' + (f' (best match "{m.text}" score={m.score:.2f})' if m else "")
+            return self._reply(
+                f'NO: the star is on {what}, not "{parsed.target}"', t0, usage, verdict=Verdict.NO
+            )
+        return self._reply("NO: no readable text at the star", t0, usage, verdict=Verdict.NO)
+
+    async def choose(self, image: Image.Image, query: Query, options: Sequence[Option]) -> ModelReply:
+        """The option with the best evidence at its point; ties go to the lowest number. With no
+        evidence at any option it says so and leaves ``choice`` None (the core then applies its
+        documented rule: the candidate most views agreed on)."""
+        t0 = time.perf_counter()
+        parsed = parse_instruction(query.instruction)
+        starred = [o.action.point for o in options if o.on_image and o.action.point is not None]
+        seen = await self._look(image, starred)
+        scored = []
+        for o in sorted(options, key=lambda o: o.number):
+            a = o.action
+            if a.point is not None:
+                m, _ = self._evidence_at(seen, parsed, a.point)
+                s = m.score if m else 0.0
+            else:
+                # A pointless typed value is right only if it is the value asked for.
+                s = (
+                    0.5
+                    if (parsed.kind == "type" and a.type == ActionType.TYPE and a.text == parsed.value)
+                    else 0.0
+                )
+            scored.append((o.number, s))
+        detail = ", ".join(f"{n}:{s:.2f}" for n, s in scored)
+        usage = Usage(endpoint="ocr")
+        if not scored or max(s for _, s in scored) <= 0.0:
+            return self._reply(f"cannot tell the options apart ({detail})", t0, usage)
+        best = max(scored, key=lambda ns: (ns[1], -ns[0]))
+        return self._reply(f"choice {best[0]} ({detail})", t0, usage, choice=best[0])
+
+    async def propose_box(self, image: Image.Image, query: Query, focal: Point | None) -> ModelReply:
+        """A box around the best evidence (a 0.3 x 0.3 region of the image, the paper's
+        smallest fixed box, centred on the evidence; or the matched line, padded, if larger)."""
+        t0 = time.perf_counter()
+        parsed = parse_instruction(query.instruction)
+        seen = await self._look(image)
+        if focal is not None:
+            point, why = focal, "at the focal point"
+        else:
+            point, why = self._evidence(seen, parsed, [])
+        w, h = image.size
+        box = box_around(point, 0.3 * w, 0.3 * h, (w, h))
+        text = f"box({box.left:.0f},{box.top:.0f},{box.right:.0f},{box.bottom:.0f}) {why}"
+        return self._reply(text, t0, Usage(endpoint="ocr"), box=box)
+
+    # ------------------------------------------------------------------ evidence
+    def _evidence_at(self, seen: Seen, parsed: ParsedInstruction, point: Point) -> tuple[Match | None, str]:
+        """The best match among the text at ``point`` (given-image pixels), and what is read
+        there. "At" means inside a line's box grown by half a line height, so a point on a
+        label's padding still counts; only the matched part of a line counts for the match."""
+        if not parsed.variants:
+            return None, ""
+        p = seen.to_budget(point)
+        near = []
+        for ln in self._readable(seen):
+            pad = 0.5 * ln.box.height + 1.0
+            if _grow(ln.box, pad).contains(p):
+                near.append(ln)
+        if not near:
+            return None, ""
+        here = " | ".join(ln.text for ln in near)
+        best = None
+        for m in best_matches(parsed, near):
+            pad = 0.5 * m.box.height + 1.0
+            if _grow(m.box, pad).contains(p) and (best is None or m.score > best.score):
+                best = m
+        if best is None:  # the point is on the line but off the matched words
+            ms = best_matches(parsed, near)
+            best = ms[0] if ms else None
+            if best is not None:
+                best = Match(best.line, best.score * 0.5, best.similarity, best.text, best.box)
+        return best, here
+
+    def _evidence(self, seen: Seen, parsed: ParsedInstruction, avoid: list[Point]) -> tuple[Point, str]:
+        w, h = seen.size
+        keep_out = 1.5 * star_radius((w, h))
+
+        def free(p: Point) -> bool:
+            return all(p.distance(a) > keep_out for a in avoid)
+
+        readable = self._readable(seen)
+        for m in best_matches(parsed, readable) if parsed.variants else []:
+            if m.score < self.partial_threshold:
+                break
+            p = seen.to_image(m.box.center)
+            if free(p):
+                return p, f'partial match "{m.text}" score={m.score:.2f}'
+        ink = _unread_ink_peak(seen, readable, avoid, keep_out)
+        if ink is not None:
+            return ink, "densest unreadable small text"
+        overlaps = [(token_overlap(parsed.target, ln), ln) for ln in readable] if parsed.target else []
+        for ov, ln in sorted(overlaps, key=lambda t: (-t[0], t[1].box.top, t[1].box.left)):
+            p = seen.to_image(ln.box.center)
+            if ov > 0 and free(p):
+                return p, f'shares a word with "{ln.text}"'
+        centre = Point(w / 2, h / 2)
+        if free(centre):
+            return centre, "no evidence: image centre"
+        # Every fallback is taken: the point of a coarse grid farthest from the stars.
+        grid = [Point(w * (i + 0.5) / 4, h * (j + 0.5) / 4) for j in range(4) for i in range(4)]
+        far = max(grid, key=lambda g: (min(g.distance(a) for a in avoid), -g.y, -g.x))
+        return far, "no evidence: away from the stars"
+
+    def _reply(
+        self,
+        text: str,
+        t0: float,
+        usage: Usage,
+        *,
+        action: Action | None = None,
+        point: Point | None = None,
+        verdict: Verdict | None = None,
+        choice: int | None = None,
+        box: Box | None = None,
+    ) -> ModelReply:
+        usage.latency_s = time.perf_counter() - t0
+        return ModelReply(
+            text, action=action, point=point, verdict=verdict, choice=choice, box=box, usage=usage
+        )
+
+
+def _grow(b: Box, pad: float) -> Box:
+    return Box(b.left - pad, b.top - pad, b.right + pad, b.bottom + pad)
+
+
+def _box_sum(a: np.ndarray, kh: int, kw: int) -> np.ndarray:
+    """Sum of every kh x kw window of ``a`` ("valid" positions), via an integral image."""
+    c = np.pad(a, ((1, 0), (1, 0))).cumsum(0).cumsum(1)
+    return c[kh:, kw:] - c[:-kh, kw:] - c[kh:, :-kw] + c[:-kh, :-kw]
+
+
+def _unread_ink_peak(
+    seen: Seen, readable: list[TextLine], avoid: list[Point], keep_out: float
+) -> Point | None:
+    """The centroid of the densest patch of fine detail the OCR did not read, away from stars.
+
+    Fine detail = pixels that differ from their 5x5 neighbourhood mean (strokes of small text,
+    icons); read lines and pink stars are masked out, so what remains is what the agent sees
+    but cannot read. The patch is a fifth of the image on each side: well inside the paper's
+    smallest box (0.3 x 0.3), so a view centred on it contains it.
+    """
+    a = seen.array.astype(np.float32)
+    gray = a @ np.array([0.299, 0.587, 0.114], dtype=np.float32)
+    hh, ww = gray.shape
+    if hh < 10 or ww < 10:
+        return None
+    blur = _box_sum(np.pad(gray, 2, mode="edge"), 5, 5) / 25.0
+    ink = np.abs(gray - blur) > 18.0
+    star = (
+        (np.abs(a[..., 0] - STAR_FILL[0]) < 40)
+        & (np.abs(a[..., 1] - STAR_FILL[1]) < 60)
+        & (np.abs(a[..., 2] - STAR_FILL[2]) < 60)
+    )
+    ink &= ~star
+    for ln in readable:
+        pad = 2 + 0.3 * ln.box.height
+        b = _grow(ln.box, pad)
+        ink[max(0, int(b.top)) : int(math.ceil(b.bottom)), max(0, int(b.left)) : int(math.ceil(b.right))] = (
+            False
+        )
+    r_budget = keep_out / min(seen.sx, seen.sy) + 2
+    ys, xs = np.ogrid[:hh, :ww]
+    for p in avoid:
+        q = seen.to_budget(p)
+        ink &= (xs - q.x) ** 2 + (ys - q.y) ** 2 > (3.5 * r_budget) ** 2
+    # Coarse cells (4 px) keep the window sums cheap.
+    cell = 4
+    gh, gw = hh // cell, ww // cell
+    if gh < 2 or gw < 2:
+        return None
+    grid = ink[: gh * cell, : gw * cell].reshape(gh, cell, gw, cell).mean(axis=(1, 3))
+    kh, kw = max(1, round(gh * 0.2)), max(1, round(gw * 0.2))
+    sums = _box_sum(grid, kh, kw)
+    if sums.size == 0 or sums.max() < 0.01 * kh * kw:
+        return None
+    j, i = np.unravel_index(int(np.argmax(sums)), sums.shape)  # first maximum: deterministic
+    win = grid[j : j + kh, i : i + kw]
+    wy, wx = np.nonzero(win > 0)
+    weights = win[wy, wx]
+    cy = (j + (wy * weights).sum() / weights.sum() + 0.5) * cell
+    cx = (i + (wx * weights).sum() / weights.sum() + 0.5) * cell
+    p = seen.to_image(Point(float(cx), float(cy)))
+    if any(p.distance(q) <= keep_out for q in avoid):
+        return None
+    return p

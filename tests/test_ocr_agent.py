@@ -1,0 +1,263 @@
+"""The OCR agent on rendered screens, with the real rapidocr engine (models from its wheel).
+
+Screens are drawn with PIL and DejaVu fonts: a 3840x2160 "application" whose menus and sidebar
+are large enough to read at the one-megapixel budget, plus a panel of tiny labels that are not.
+One agent (and so one OCR cache) is shared by the module's tests; the engine is process-wide.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from PIL import Image, ImageDraw, ImageFont
+
+from adapters.ocr import OcrAgent, budget_size
+from adapters.ocr_text import TextLine, match_line, parse_instruction
+from regionfocus.actions import ActionType, click
+from regionfocus.agent import RegionFocusAgent
+from regionfocus.geometry import Box, Point, box_around
+from regionfocus.landmarks import draw_landmarks
+from regionfocus.model import GroundingModel, Option, Query, Verdict
+from regionfocus.views import crop_view
+
+FONT_DIR = Path("/usr/share/fonts/truetype/dejavu")
+SCREEN = (3840, 2160)
+
+MENU = ["File", "Edit", "View", "Insert", "Format", "Tools", "Window", "Help"]
+SIDEBAR = ["Dashboard", "Projects", "Calendar", "Messages", "Analytics", "Billing", "Team members"]
+TINY_WORDS = [
+    "Ledger", "Voucher", "Payroll", "Tariff", "Rebate", "Escrow", "Dividend", "Accrual", "Surplus",
+    "Quota", "Margin", "Refund", "Audit", "Budget", "Invoice", "Receipt", "Deposit", "Pension",
+]  # fmt: skip
+
+
+def font(px: int) -> ImageFont.FreeTypeFont:
+    return ImageFont.truetype(str(FONT_DIR / "DejaVuSans.ttf"), px)
+
+
+@dataclass
+class Screen:
+    image: Image.Image
+    labels: dict[str, Box]  # text -> XYXY box in screenshot pixels
+    tiny: list[str]
+
+
+def draw_label(d: ImageDraw.ImageDraw, xy: tuple[float, float], text: str, px: int) -> Box:
+    f = font(px)
+    d.text(xy, text, fill=(25, 25, 25), font=f)
+    return Box(*d.textbbox(xy, text, font=f))
+
+
+def render_app(seed: int = 0, tiny_px: int = 8, panel_at: tuple[int, int] | None = None) -> Screen:
+    """A 4K application screen. Menu (30 px), sidebar (26 px) and heading (56 px) are readable
+    at a 1 MP budget; a panel of ``tiny_px`` labels ("Word Word") at ``panel_at`` is not."""
+    rng = random.Random(seed)
+    img = Image.new("RGB", SCREEN, (242, 243, 245))
+    d = ImageDraw.Draw(img)
+    labels: dict[str, Box] = {}
+    d.rectangle((0, 0, SCREEN[0], 70), fill=(225, 228, 232))
+    x = 30
+    for m in MENU:
+        labels[m] = draw_label(d, (x, 18), m, 30)
+        x = labels[m].right + 70
+    d.rectangle((0, 70, 560, SCREEN[1]), fill=(232, 235, 238))
+    for i, s in enumerate(SIDEBAR):
+        labels[s] = draw_label(d, (40, 140 + i * 90), s, 26)
+    labels["Workspace Overview"] = draw_label(d, (700, 140), "Workspace Overview", 56)
+    labels["Sync status: all changes saved"] = draw_label(d, (700, 260), "Sync status: all changes saved", 30)
+    # The tiny panel: 3 columns x 8 rows of two-word labels.
+    px, py = panel_at or (rng.randint(1400, 2900), rng.randint(700, 1600))
+    d.rectangle(
+        (px - 20, py - 20, px + 3 * 14 * tiny_px + 40, py + 8 * 3 * tiny_px + 20), outline=(190, 190, 195)
+    )
+    words = TINY_WORDS[:]
+    rng.shuffle(words)
+    tiny = []
+    for r in range(8):
+        for c in range(3):
+            text = f"{words[(r * 3 + c) % len(words)]} {words[(r * 3 + c + 7) % len(words)]} {r}{c}"
+            labels[text] = draw_label(d, (px + c * 14 * tiny_px, py + r * 3 * tiny_px), text, tiny_px)
+            tiny.append(text)
+    return Screen(img, labels, tiny)
+
+
+# ---------------------------------------------------------------- instruction parsing
+
+PARSE_TABLE = [
+    ('click "Submit"', "click", "Submit", ""),
+    ("click 'OK'", "click", "OK", ""),
+    ("Click on \u201cSign in\u201d", "click", "Sign in", ""),
+    ("click Export", "click", "Export", ""),
+    ("click on the Save button", "click", "Save", ""),
+    ("open the Pricing link", "click", "Pricing", ""),
+    ("select Dark mode", "click", "Dark mode", ""),
+    ("press Enter", "click", "Enter", ""),
+    ("choose the Export option", "click", "Export", ""),
+    ("check Remember me", "click", "Remember me", ""),
+    ("double-click the Report icon", "double_click", "Report", ""),
+    ("right click on Desktop", "right_click", "Desktop", ""),
+    ("go to Settings.", "click", "Settings", ""),
+    ('enter "alice" into the Username field', "type", "Username", "alice"),
+    ("type 'hello world' in Search", "type", "Search", "hello world"),
+    ('fill the Email field with "a@b.c"', "type", "Email", "a@b.c"),
+    ('search for "cats"', "type", "search", "cats"),
+    ('type "abc"', "type", "", "abc"),
+    ("enter bob into Name", "type", "Name", "bob"),
+    ("Team members", "click", "Team members", ""),
+    ("the user's profile", "click", "user's profile", ""),
+]
+
+
+@pytest.mark.parametrize("instruction,kind,target,value", PARSE_TABLE)
+def test_parse_instruction(instruction, kind, target, value):
+    p = parse_instruction(instruction)
+    assert (p.kind, p.target, p.value) == (kind, target, value)
+
+
+def test_parse_trims_where_qualifiers_as_a_weaker_variant():
+    p = parse_instruction("click the Save button in the toolbar")
+    assert p.variants[0][1] == 1.0 and ("Save", 0.97) in p.variants
+
+
+def test_match_locates_a_label_inside_a_longer_line():
+    line = TextLine("Submit Cancel", 0.99, Box(100, 10, 230, 30))
+    m = match_line("Cancel", line)
+    assert m is not None and m.similarity == 1.0
+    assert 160 < m.box.center.x < 230 and m.box.left > 150
+    # A short target inside an unrelated word is not a match.
+    assert match_line("OK", TextLine("Look here", 0.99, Box(0, 0, 90, 20))).score < 0.75
+
+
+# ---------------------------------------------------------------- the agent on a 4K screen
+
+
+@pytest.fixture(scope="module")
+def agent() -> OcrAgent:
+    return OcrAgent()
+
+
+@pytest.fixture(scope="module")
+def screen() -> Screen:
+    return render_app(seed=3, tiny_px=8, panel_at=(2600, 1400))
+
+
+def run(coro):
+    import asyncio
+
+    return asyncio.run(coro)
+
+
+def test_protocol_and_budget(agent):
+    assert isinstance(agent, GroundingModel)
+    w, h = agent.input_size(SCREEN)
+    assert w * h <= 1_000_000 and abs(w / h - 16 / 9) < 0.01
+    assert agent.input_size((800, 600)) == (800, 600)
+    assert budget_size((4000, 100), 10_000) == (632, 15)
+    with pytest.raises(ValueError, match="budget"):
+        OcrAgent(budget=10)
+
+
+def test_finds_large_text_at_the_budget(agent, screen):
+    for label in ("Analytics", "Format", "Team members"):
+        reply = run(agent.act(screen.image, Query(f'click "{label}"')))
+        assert reply.action is not None, reply.text
+        assert reply.action.type == ActionType.CLICK
+        assert screen.labels[label].contains(reply.action.point), (label, reply.text)
+        assert reply.action.extras["score"] >= agent.act_threshold
+
+
+def test_misses_tiny_text_at_the_budget(agent, screen):
+    target = screen.tiny[4]
+    reply = run(agent.act(screen.image, Query(f'click "{target}"')))
+    assert reply.action is None or not screen.labels[target].contains(reply.action.point), reply.text
+
+
+def test_finds_tiny_text_in_a_zoomed_view(agent, screen):
+    target = screen.tiny[4]
+    box = screen.labels[target]
+    # The paper's smallest box (0.3 x 0.3), not centred on the label.
+    region = box_around(
+        Point(box.center.x + 150, box.center.y - 90), 0.3 * SCREEN[0], 0.3 * SCREEN[1], SCREEN
+    )
+    view = crop_view(screen.image, region, agent.input_size(SCREEN))
+    reply = run(agent.act(view.image, Query(f'click "{target}"'), zoomed=True))
+    assert reply.action is not None, reply.text
+    assert box.contains(view.transform.view_to_screen(reply.action.point)), reply.text
+
+
+def test_type_instruction_gives_type_at_the_field(agent, screen):
+    reply = run(agent.act(screen.image, Query('enter "Q3 plan" into the Projects field')))
+    assert reply.action is not None and reply.action.type == ActionType.TYPE
+    assert reply.action.text == "Q3 plan"
+    assert screen.labels["Projects"].contains(reply.action.point)
+    # No field named: type where the focus is, without a point.
+    bare = run(agent.act(screen.image, Query('type "hello"')))
+    assert bare.action is not None and bare.action.type == ActionType.TYPE and bare.action.point is None
+    # A named field that is not on screen: no action, so RegionFocus can look closer.
+    assert run(agent.act(screen.image, Query('enter "x" into the Zebra field'))).action is None
+
+
+def test_judge_yes_on_the_label_no_elsewhere(agent, screen):
+    q = Query("click on the Calendar button")
+    run(agent.act(screen.image, q))  # the clean screen, as the self-judge flow sees it first
+    right = screen.labels["Calendar"].center
+    wrong = screen.labels["Billing"].center
+    yes = run(agent.judge(draw_landmarks(screen.image, [right], [""]), q, right))
+    no = run(agent.judge(draw_landmarks(screen.image, [wrong], [""]), q, wrong))
+    empty = Point(2000, 1000)
+    nothing = run(agent.judge(draw_landmarks(screen.image, [empty], [""]), q, empty))
+    assert yes.verdict == Verdict.YES, yes.text
+    assert no.verdict == Verdict.NO and "Billing" in no.text, no.text
+    assert nothing.verdict == Verdict.NO, nothing.text
+
+
+def test_judge_reads_through_the_star_without_a_clean_copy(screen):
+    fresh = OcrAgent()  # has never seen the clean screen
+    q = Query('click "Workspace Overview"')
+    p = screen.labels["Workspace Overview"].center
+    reply = run(fresh.judge(draw_landmarks(screen.image, [p], [""]), q, p))
+    assert reply.verdict == Verdict.YES, reply.text
+
+
+def test_choose_picks_the_star_on_the_label(agent, screen):
+    q = Query('click "Messages"')
+    pts = [screen.labels["Dashboard"].center, screen.labels["Messages"].center, screen.labels["Help"].center]
+    options = [Option(i + 1, click(p.x, p.y), True) for i, p in enumerate(pts)]
+    image = draw_landmarks(screen.image, pts)
+    reply = run(agent.choose(image, q, options))
+    assert reply.choice == 2, reply.text
+    # The same options in another order: the choice follows the label, not the number.
+    options = [Option(i + 1, click(p.x, p.y), True) for i, p in enumerate(reversed(pts))]
+    reply = run(agent.choose(draw_landmarks(screen.image, pts[::-1]), q, options))
+    assert reply.choice == 2 and "2:" in reply.text
+
+
+def test_propose_point_avoids_stars(agent, screen):
+    q = Query('click "Analytics"')
+    first = run(agent.propose_point(screen.image, q, [], False)).point
+    assert screen.labels["Analytics"].contains(first)
+    starred = draw_landmarks(screen.image, [first])
+    second = run(agent.propose_point(starred, q, [first], True)).point
+    assert second is not None and second.distance(first) > 40
+
+
+def test_deterministic(screen):
+    target = screen.tiny[4]
+    region = box_around(screen.labels[target].center, 0.3 * SCREEN[0], 0.3 * SCREEN[1], SCREEN)
+    view = crop_view(screen.image, region, budget_size(SCREEN, 1_000_000))
+    a, b = OcrAgent(), OcrAgent()
+    q = Query(f'click "{target}"')
+    ra, rb = run(a.act(view.image, q, zoomed=True)), run(b.act(view.image.copy(), q, zoomed=True))
+    assert ra.text == rb.text and ra.action == rb.action
+
+
+def test_regionfocus_finds_the_tiny_target_the_baseline_misses(screen):
+    target = screen.tiny[10]
+    box = screen.labels[target]
+    result = run(RegionFocusAgent(OcrAgent()).predict(screen.image, f'click "{target}"'))
+    assert result.baseline is None or not box.contains(result.baseline.point)
+    assert result.trigger in ("no-action", "self-judge")
+    assert result.final is not None and box.contains(result.final.point), [c.text for c in result.all_calls]
