@@ -141,8 +141,8 @@ def check_or_write_config(run_dir: str | Path, identity: dict[str, Any], invocat
             old = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as e:
             raise RunFolderError(f"{path}: unreadable ({e}); remove it or use another --out") from None
-        before = old.get("identity", {})
-        now = json.loads(json.dumps(identity))  # normalise tuples to lists
+        before = flatten(old.get("identity", {}))
+        now = flatten(json.loads(json.dumps(identity)))  # normalise tuples to lists
         diffs = [
             f"{k}: {before.get(k)!r} in the folder, {now.get(k)!r} now"
             for k in sorted(set(before) | set(now))
@@ -156,6 +156,17 @@ def check_or_write_config(run_dir: str | Path, identity: dict[str, Any], invocat
                 + "\nuse another --out, or rerun with the folder's settings (see its config.json)"
             )
     atomic_write_json(path, {"identity": identity, "invocation": invocation})
+
+
+def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """{"a": {"b": 1}} -> {"a.b": 1}: a config difference names the exact setting."""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
 
 
 def read_config(run_dir: str | Path) -> dict[str, Any]:

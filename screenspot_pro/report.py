@@ -24,7 +24,7 @@ from regionfocus.landmarks import STAR_FILL, draw_boxes, draw_landmarks
 
 from .dataset import GROUPS, sample_order_key
 from .metrics import CORRECT, detail, evaluate
-from .records import RECORDS, atomic_write_json, atomic_write_text, read_config, read_records
+from .records import RECORDS, atomic_write_json, atomic_write_text, flatten, read_config, read_records
 
 ROWS = (("baseline", "baseline"), ("final", "+ RegionFocus"))
 
@@ -229,19 +229,9 @@ def summary_markdown(
         lines += ["## Errors (first 5)", ""] + [f"- {e}" for e in s["error_examples"]] + [""]
     if ident:
         lines += ["## Configuration", "", "```"]
-        lines += [f"{k} = {json.dumps(v, ensure_ascii=False)}" for k, v in _flatten(ident).items()]
+        lines += [f"{k} = {json.dumps(v, ensure_ascii=False)}" for k, v in flatten(ident).items()]
         lines += ["```", ""]
     return "\n".join(lines)
-
-
-def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        if isinstance(v, dict):
-            out.update(_flatten(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
 
 
 def _counts(c: dict[str, int]) -> str:
