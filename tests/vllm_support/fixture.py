@@ -1,0 +1,70 @@
+"""Session fixture ``vllm_server``: a real vLLM (CPU) server serving a tiny random Qwen2.5-VL.
+
+Builds the vLLM venv on first use (``scripts/vllm_venv.sh``; minutes on a fresh machine, then
+cached), builds the model folder (cached), starts the server once per test session and stops it
+at the end whatever happens. Under ``CI=true`` any setup failure fails the tests; locally a
+venv that cannot be built skips them with the reason (``REGIONFOCUS_SKIP_VLLM=1`` skips on
+purpose). A server that does not come up from a built venv always fails: that is our machinery.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from .model_dir import ensure_tiny_model
+from .server import VllmServer, VllmSetupError, cache_root, ensure_venv, start_server
+
+
+@dataclass
+class VllmHandle:
+    """What tests use: ``base_url`` ends in ``/v1``; ``model`` is the served name."""
+
+    base_url: str
+    model: str
+    server: VllmServer
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def _give_up(msg: str, *, always_fail: bool = False) -> None:
+    if always_fail or _in_ci():
+        pytest.fail(msg, pytrace=False)
+    pytest.skip(msg)
+
+
+@pytest.fixture(scope="session")
+def vllm_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> VllmHandle:
+    if os.environ.get("REGIONFOCUS_SKIP_VLLM") == "1" and not _in_ci():
+        pytest.skip("REGIONFOCUS_SKIP_VLLM=1")
+    timings: dict[str, float] = {}
+    try:
+        python, timings["venv_s"] = ensure_venv(cache_root() / "vllm-venv-build.out")
+    except VllmSetupError as e:
+        _give_up(f"vLLM venv unavailable: {e}")
+    try:
+        t0 = time.perf_counter()
+        model_dir = ensure_tiny_model()
+        timings["model_s"] = time.perf_counter() - t0
+        log = Path(tmp_path_factory.mktemp("vllm")) / "server.log"
+        server = start_server(python, model_dir, log)
+    except VllmSetupError as e:
+        _give_up(str(e), always_fail=True)
+    timings["server_start_s"] = server.start_s
+    handle = VllmHandle(server.base_url, server.model, server, timings)
+    try:
+        yield handle
+    finally:
+        timings["rss_gb_at_end"] = server.rss_bytes() / 1e9
+        server.stop()
+        reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            summary = ", ".join(f"{k}={v:.1f}" for k, v in timings.items())
+            reporter.write_line(f"vllm_server fixture: {summary} (log: {server.log_path})")
