@@ -11,6 +11,8 @@ modules convert between the two.
 from __future__ import annotations
 
 import re
+import weakref
+from collections import OrderedDict
 from collections.abc import Sequence
 from functools import lru_cache
 from importlib import resources
@@ -24,7 +26,7 @@ from regionfocus.geometry import Box, Point
 from regionfocus.model import ModelReply, Option, Query, Verdict
 
 from .backend import ChatBackend, Message
-from .resize import ResizeSpec, resize_for_model
+from .resize import Resized, ResizeSpec, resize_for_model
 
 Frame = Literal["relative", "absolute"]
 RELATIVE_SCALE = 1000.0  # UI-TARS 1.0 and Qwen3-VL write 0-1000 on each axis
@@ -83,19 +85,26 @@ _VERDICT_WORDS = {
     "false": Verdict.NO,
     "wrong": Verdict.NO,
 }
-# A verdict line: "Verdict: YES", "**Verdict:** no.", "verdict - Yes". The value must be the
-# whole rest of the line (a word from _VERDICT_WORDS plus punctuation), so "Verdict: not
-# sure", "Verdict: YES or NO" and "Verdict: I do not know" read as unknown.
+# A verdict line: "Verdict: YES", "**Verdict:** no.", "... so. Verdict: No, the star is off".
+# The value is one word; after it only punctuation or a clause opened by punctuation may
+# follow, so "Verdict: not sure", "Verdict: YES or NO" and "Verdict: I do not know" read as
+# unknown.
 _VERDICT_LINE = re.compile(
-    r"^[\s>*_#`-]*verdict[\s*_`]*[:=\-]\s*[*_`\"']*\s*([a-z]+)[\s.!*_`\"']*$", re.I | re.M
+    r"(?:^|(?<=[\s*_#>`(\[]))verdict[\s*_`]*[:=\-]\s*[*_`\"']*\s*([a-z]+)\b([^\n]*)", re.I | re.M
 )
 _LONE_WORD = re.compile(r"^[\s*_`\"']*([a-z]+)[\s.!*_`\"']*$", re.I)
+
+
+def _rest_ok(rest: str) -> bool:
+    """After a verdict word or choice number: nothing, or punctuation opening a clause."""
+    r = rest.lstrip(" \t*_`\"')]")
+    return r == "" or r[0] in ",;:.!-\u2013\u2014("
 
 
 def parse_verdict(text: str) -> Verdict:
     """The explicit final verdict of a judge answer; UNKNOWN when none can be read.
 
-    Reads the last ``Verdict: X`` line whose value is exactly one verdict word (yes/no, or
+    Reads the last ``Verdict: X`` whose value is exactly one verdict word (yes/no, or
     correct/incorrect, true/false, right/wrong). A whole answer that is a single such word
     counts too. Nothing else does: never a substring test, so "I do not know", "not precise",
     "INCORRECT" inside prose, or "NOTE" are never read as a verdict.
@@ -104,9 +113,9 @@ def parse_verdict(text: str) -> Verdict:
         return Verdict.UNKNOWN
     for m in reversed(list(_VERDICT_LINE.finditer(text))):
         word = m.group(1).lower()
-        if word in _VERDICT_WORDS:
+        if word in _VERDICT_WORDS and _rest_ok(m.group(2)):
             return _VERDICT_WORDS[word]
-        return Verdict.UNKNOWN  # the last verdict line is unreadable: do not look further up
+        return Verdict.UNKNOWN  # the last verdict is unreadable: do not look further up
     m = _LONE_WORD.match(text.strip())
     if m and m.group(1).lower() in _VERDICT_WORDS:
         return _VERDICT_WORDS[m.group(1).lower()]
@@ -114,8 +123,8 @@ def parse_verdict(text: str) -> Verdict:
 
 
 _CHOICE_LINE = re.compile(
-    r"^[\s>*_#`-]*(?:final\s+)?(?:choice|answer)[\s*_`]*[:=\-]\s*[*_`\"'#\[(]*\s*"
-    r"(?:(?:candidate|option|star|number|no\.?)\s*#?\s*)?(\d+)[\s.!*_`\"')\]]*$",
+    r"(?:^|(?<=[\s*_#>`(\[]))(?:final\s+)?(?:choice|answer)[\s*_`]*[:=\-]\s*[*_`\"'#\[(]*\s*"
+    r"(?:(?:candidate|option|star|number|no\.?)\s*#?\s*)?(\d+)\b([^\n]*)",
     re.I | re.M,
 )
 _LONE_NUMBER = re.compile(
@@ -124,15 +133,19 @@ _LONE_NUMBER = re.compile(
 
 
 def parse_choice(text: str, valid: Sequence[int] | None = None) -> int | None:
-    """The option number a choice answer names: the last ``Choice: N`` line, or an answer that
-    is a lone number ("2", "Star 2.", "**3**"). None when unreadable or not in ``valid``;
-    never a silent default."""
+    """The option number a choice answer names: the last ``Choice: N`` (optionally followed
+    by a clause: "Choice: 2, the closer one"), or an answer that is a lone number ("2",
+    "Star 2.", "**3**"). None when unreadable ("Choice: 1 or 2") or not in ``valid``; never a
+    silent default."""
     if not isinstance(text, str):
         return None
     matches = list(_CHOICE_LINE.finditer(text))
     n: int | None = None
     if matches:
-        n = int(matches[-1].group(1))
+        last = matches[-1]
+        if not _rest_ok(last.group(2)):
+            return None
+        n = int(last.group(1))
     else:
         m = _LONE_NUMBER.match(text.strip())
         if m:
@@ -275,6 +288,10 @@ class VlmAdapter:
         self.max_tokens = int(max_tokens)
         self.language = language
         self.sampling = dict(sampling or {})
+        # The last few resized images, keyed by the identity of the image given: a round asks
+        # several questions about one screenshot, and resizing 4K costs ~0.2 s each time.
+        # Given images are treated as immutable: the core draws stars on copies.
+        self._resized: OrderedDict[int, tuple[weakref.ref, Resized]] = OrderedDict()
 
     def __repr__(self) -> str:
         r = self.resize
@@ -399,8 +416,19 @@ class VlmAdapter:
         return f"Candidate {option.number}: " + " ".join(parts)
 
     # ---- the requests
-    def _prepare(self, image: Image.Image) -> tuple[Image.Image, tuple[int, int], dict[str, str]]:
+    def _resize_cached(self, image: Image.Image) -> Resized:
+        hit = self._resized.get(id(image))
+        if hit is not None and hit[0]() is image and hit[1].image.size == self.input_size(image.size):
+            self._resized.move_to_end(id(image))
+            return hit[1]
         r = resize_for_model(image, self.resize.factor, self.resize.min_pixels, self.resize.max_pixels)
+        self._resized[id(image)] = (weakref.ref(image), r)
+        while len(self._resized) > 4:
+            self._resized.popitem(last=False)
+        return r
+
+    def _prepare(self, image: Image.Image) -> tuple[Image.Image, tuple[int, int], dict[str, str]]:
+        r = self._resize_cached(image)
         ms = r.image.size
         ew, eh = model_extent(self.frame, ms)
         return r.image, ms, {"frame_note": self.frame_note(ms), "width": f"{ew:.0f}", "height": f"{eh:.0f}"}

@@ -1,0 +1,369 @@
+"""Every request of every VLM family, rendered and answered through a scripted ChatBackend
+(the transport only: a small class here implementing ``complete``). Checks what the model
+receives (image at exactly the smart_resize size, text in its frame) and that answers come
+back in pixels of the image the adapter was given. Also the judge and choice parsers."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+from PIL import Image, ImageDraw
+
+from adapters import get_adapter
+from adapters.backend import ChatResponse
+from adapters.resize import smart_resize
+from adapters.vlm import parse_choice, parse_verdict
+from regionfocus.actions import Action, ActionType
+from regionfocus.geometry import Point
+from regionfocus.model import GroundingModel, Option, Query, Usage, Verdict
+
+FAMILIES = ["uitars-1.0", "uitars-1.5", "qwen2.5-vl", "qwen3-vl"]
+
+
+class ScriptedBackend:
+    """Records each request and answers with ``reply(messages)``."""
+
+    def __init__(self, reply: Callable[[list], str]):
+        self.reply = reply
+        self.requests: list[dict] = []
+
+    async def complete(self, messages, *, max_tokens=512, temperature=0.0, **sampling):
+        self.requests.append(
+            {"messages": messages, "max_tokens": max_tokens, "temperature": temperature, **sampling}
+        )
+        return ChatResponse(
+            self.reply(messages),
+            Usage(latency_s=0.25, prompt_tokens=321, completion_tokens=9, endpoint="scripted"),
+        )
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _images(messages) -> list[Image.Image]:
+    return [
+        p["image"]
+        for m in messages
+        if isinstance(m["content"], list)
+        for p in m["content"]
+        if p["type"] == "image"
+    ]
+
+
+def _text(messages) -> str:
+    parts = []
+    for m in messages:
+        if isinstance(m["content"], str):
+            parts.append(m["content"])
+        else:
+            parts += [p["text"] for p in m["content"] if p["type"] == "text"]
+    return "\n".join(parts)
+
+
+def _answer(family: str, x: float, y: float, w: int, h: int) -> str:
+    """What a perfect model of ``family`` writes for a click at (x, y) of the w x h image it
+    received."""
+    rel = (round(x / w * 1000), round(y / h * 1000))
+    ab = (round(x), round(y))
+    if family == "uitars-1.0":
+        return (
+            f"Thought: There it is.\nAction: click(start_box='<|box_start|>({rel[0]},{rel[1]})<|box_end|>')"
+        )
+    if family == "uitars-1.5":
+        return f"Thought: There it is.\nAction: click(start_box='({ab[0]},{ab[1]})')"
+    xy = rel if family == "qwen3-vl" else ab
+    return f'<tool_call>\n{{"name": "computer_use", "arguments": {{"action": "left_click", "coordinate": [{xy[0]}, {xy[1]}]}}}}\n</tool_call>'
+
+
+def _red_centre(img: Image.Image) -> tuple[float, float]:
+    a = np.asarray(img.convert("RGB")).astype(int)
+    mask = (a[..., 0] > 180) & (a[..., 1] < 80) & (a[..., 2] < 80)
+    ys, xs = np.nonzero(mask)
+    return float(xs.mean()) + 0.5, float(ys.mean()) + 0.5
+
+
+def _screenshot(size, target) -> Image.Image:
+    img = Image.new("RGB", size, (235, 235, 235))
+    d = ImageDraw.Draw(img)
+    for x in range(0, size[0], 97):  # some structure, so resizing is not trivial
+        d.line([(x, 0), (x, size[1])], fill=(200, 200, 210))
+    r = max(8, size[0] // 100)
+    d.rectangle([target[0] - r, target[1] - r, target[0] + r - 1, target[1] + r - 1], fill=(230, 0, 0))
+    return img
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize(
+    ("size", "target"), [((3840, 2160), (3001, 411)), ((2001, 1125), (157, 1040)), ((700, 500), (350, 260))]
+)
+async def test_model_sees_smart_resize_size_and_answers_map_back(family, size, target):
+    """A scripted "perfect model" finds the red square in the image it RECEIVED and answers
+    in its family's frame; the adapter must return the square's centre in given pixels."""
+
+    def perfect(messages):
+        (img,) = _images(messages)
+        x, y = _red_centre(img)
+        return _answer(family, x, y, *img.size)
+
+    backend = ScriptedBackend(perfect)
+    adapter = get_adapter(family, backend=backend)
+    assert isinstance(adapter, GroundingModel)
+    reply = await adapter.act(_screenshot(size, target), Query("click the red square"))
+    (seen,) = _images(backend.requests[0]["messages"])
+    r = adapter.resize
+    h, w = smart_resize(size[1], size[0], r.factor, r.min_pixels, r.max_pixels)
+    assert seen.size == (w, h) == adapter.input_size(size)
+    # One model unit, in given pixels, plus resampling blur.
+    unit = size[0] / 1000 if adapter.frame == "relative" else size[0] / w
+    assert reply.action is not None and reply.action.type == ActionType.CLICK
+    assert abs(reply.point.x - target[0]) <= unit + 1.5
+    assert abs(reply.point.y - target[1]) <= unit * size[1] / size[0] + 1.5
+    assert reply.usage.prompt_tokens == 321 and reply.usage.endpoint == "scripted"
+    assert backend.requests[0]["temperature"] == 0.0
+
+
+def _adapter(family, answer="Verdict: YES"):
+    backend = ScriptedBackend(lambda m: answer if isinstance(answer, str) else answer(m))
+    return get_adapter(family, backend=backend), backend
+
+
+def _check_request(backend, adapter, size):
+    messages = backend.requests[-1]["messages"]
+    (img,) = _images(messages)
+    assert img.size == adapter.input_size(size)
+    text = _text(messages)
+    assert not re.search(r"\$\{?[a-z_]+", text), "an unfilled template placeholder"
+    return text
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+async def test_every_request_renders(family):
+    size = (1920, 1080)
+    img = Image.new("RGB", size, "white")
+    adapter, backend = _adapter(family)
+    q = Query("open the Settings menu")
+    qa = Query("book a table for two", mode="agent", history=("clicked Reservations", "typed 'two'"))
+
+    await adapter.act(img, q)
+    t = _check_request(backend, adapter, size)
+    assert "open the Settings menu" in t and "magnified" not in t and "clicked Reservations" not in t
+
+    await adapter.act(img, qa)
+    t = _check_request(backend, adapter, size)
+    assert "book a table for two" in t and "clicked Reservations" in t and "typed 'two'" in t
+    if family.startswith("uitars"):
+        assert "Thought: ..." in t and "Action: ..." in t and "finished(content=" in t
+
+    await adapter.act(img.crop((0, 0, 800, 600)), q, zoomed=True)
+    t = _check_request(backend, adapter, (800, 600))
+    assert "magnified" in t
+
+    await adapter.propose_point(img, q, [Point(100, 100)], True)
+    t = _check_request(backend, adapter, size)
+    assert "pink star" in t and "already tried" in t
+
+    await adapter.judge(img, q, Point(960, 540))
+    t = _check_request(backend, adapter, size)
+    assert "Verdict: YES" in t and "Verdict: NO" in t
+
+    opts = [
+        Option(1, Action(ActionType.CLICK, Point(10, 10)), True),
+        Option(2, Action(ActionType.TYPE, text="hello", submit=True), False),
+    ]
+    await adapter.choose(img, q, opts)
+    t = _check_request(backend, adapter, size)
+    assert "Choice: N" in t and "Candidate 1: click at star 1" in t and "Candidate 2: type 'hello'" in t
+
+    await adapter.propose_box(img, q, Point(960, 540))
+    t = _check_request(backend, adapter, size)
+    assert "x1, y1, x2, y2" in t
+
+
+@pytest.mark.parametrize(("family", "screen"), [("qwen2.5-vl", "1932x1092"), ("qwen3-vl", "1000x1000")])
+async def test_qwen_tool_states_the_screen_the_model_sees(family, screen):
+    adapter, backend = _adapter(family, "x")
+    await adapter.act(Image.new("RGB", (1920, 1080)), Query("click OK"))
+    system = backend.requests[0]["messages"][0]
+    assert system["role"] == "system"
+    tools = re.search(r"<tools>\n(.*)\n</tools>", system["content"], re.S).group(1)
+    tool = json.loads(tools)
+    assert tool["function"]["name"] == "computer_use"
+    assert f"The screen's resolution is {screen}." in tool["function"]["description"]
+    assert "left_click" in tool["function"]["parameters"]["properties"]["action"]["enum"]
+    assert "<tool_call>" in system["content"]
+
+
+def _listed_points(text: str, family: str) -> list[tuple[float, float]]:
+    pat = r"\((-?\d+),(-?\d+)\)" if family.startswith("uitars") else r"\[(-?\d+), (-?\d+)\]"
+    return [(float(a), float(b)) for a, b in re.findall(pat, text)]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+async def test_text_history_points_are_in_the_model_frame(family):
+    """Avoided points listed in text are in the model frame: mapped back through the family's
+    frame they land within half a model unit of where they were."""
+    size = (3840, 2160)
+    avoid = [Point(100.4, 2000.2), Point(3001.0, 411.0), Point(1919.5, 1079.5)]
+    adapter, backend = _adapter(family, "Action: click(start_box='(1,1)')")
+    await adapter.propose_point(Image.new("RGB", size), Query("click Save"), avoid, False)
+    text = _text(backend.requests[0]["messages"])
+    assert "pink star" not in text
+    block = text[text.index("already tried") :]
+    listed = _listed_points(block.split("\n")[0], family)
+    assert len(listed) == len(avoid)
+    mw, mh = adapter.input_size(size)
+    ux, uy = (size[0] / 1000, size[1] / 1000) if adapter.frame == "relative" else (size[0] / mw, size[1] / mh)
+    for (x, y), p in zip(listed, avoid, strict=True):
+        back = adapter.from_model(x, y, size)
+        assert abs(back.x - p.x) <= ux / 2 + 1e-9 and abs(back.y - p.y) <= uy / 2 + 1e-9
+    if adapter.frame == "absolute":
+        assert listed[1] == (round(3001 * mw / 3840), round(411 * mh / 2160))
+    else:
+        assert listed[1] == (round(3001 / 3.84), round(411 / 2.16))
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+async def test_text_options_and_judge_point_are_in_the_model_frame(family):
+    size = (2560, 1440)
+    adapter, backend = _adapter(family, "Choice: 2")
+    opts = [
+        Option(1, Action(ActionType.CLICK, Point(500, 700)), False),
+        Option(2, Action(ActionType.DRAG, Point(10, 20), Point(2000, 1300)), False),
+    ]
+    reply = await adapter.choose(Image.new("RGB", size), Query("select the range"), opts)
+    assert reply.choice == 2
+    text = _text(backend.requests[0]["messages"])
+    listed = _listed_points(text[text.index("Candidate 1:") :], family)
+    for (x, y), p in zip(listed, [Point(500, 700), Point(10, 20), Point(2000, 1300)], strict=True):
+        back = adapter.from_model(x, y, size)
+        assert back.distance(p) <= 2.6  # half a unit on each axis: <= 1.28 * sqrt(2) * ...
+    await adapter.judge(Image.new("RGB", size), Query("x"), Point(1280, 720))
+    text = _text(backend.requests[1]["messages"])
+    (jx, jy) = _listed_points(text, family)[0]
+    assert adapter.from_model(jx, jy, size).distance(Point(1280, 720)) <= 2.6
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+async def test_focal_point_and_box_map_to_given_pixels(family):
+    size = (1000, 800)
+    adapter, _ = _adapter(family)
+    mw, mh = adapter.input_size(size)
+    rel = adapter.frame == "relative"
+    ex, ey = (1000, 1000) if rel else (mw, mh)
+    # Focal: the family's own action format at the model-frame centre.
+    adapter.backend.reply = lambda m: _answer(family, mw / 2, mh / 2, mw, mh)
+    reply = await adapter.propose_point(Image.new("RGB", size), Query("q"), [], True)
+    assert reply.point.distance(Point(500, 400)) <= 1.0
+    # Region: a box from a quarter to three quarters of the model frame.
+    box_text = f"Region: [{ex / 4:.0f}, {ey / 4:.0f}, {3 * ex / 4:.0f}, {3 * ey / 4:.0f}]"
+    if family.startswith("qwen"):
+        box_text = f'{{"bbox_2d": [{ex / 4:.0f}, {ey / 4:.0f}, {3 * ex / 4:.0f}, {3 * ey / 4:.0f}]}}'
+    adapter.backend.reply = lambda m: box_text
+    reply = await adapter.propose_box(Image.new("RGB", size), Query("q"), None)
+    assert reply.box is not None
+    for got, want in zip(reply.box.to_list(), [250, 200, 750, 600], strict=True):
+        assert abs(got - want) <= 1.5
+    adapter.backend.reply = lambda m: "I cannot tell."
+    assert (await adapter.propose_box(Image.new("RGB", size), Query("q"), None)).box is None
+    assert (await adapter.propose_point(Image.new("RGB", size), Query("q"), [], True)).point is None
+
+
+async def test_resized_screenshot_is_reused_within_a_round():
+    adapter, backend = _adapter("qwen2.5-vl", "Verdict: YES")
+    shot = Image.new("RGB", (1920, 1080), "white")
+    await adapter.act(shot, Query("x"))
+    await adapter.judge(shot, Query("x"), Point(3, 3))
+    other = shot.copy()
+    await adapter.act(other, Query("x"))
+    first, second, third = (_images(r["messages"])[0] for r in backend.requests)
+    assert first is second and third is not first and third.size == first.size
+
+
+async def test_missing_backend_is_a_clear_error():
+    adapter = get_adapter("qwen2.5-vl")
+    with pytest.raises(ValueError, match="backend"):
+        await adapter.act(Image.new("RGB", (100, 100)), Query("x"))
+
+
+async def test_sampling_options_reach_the_backend():
+    backend = ScriptedBackend(lambda m: "Verdict: NO")
+    adapter = get_adapter("uitars-1.5", backend=backend, temperature=0.7, max_tokens=99, sampling={"seed": 3})
+    reply = await adapter.judge(Image.new("RGB", (640, 480)), Query("x"), Point(1, 1))
+    assert reply.verdict == Verdict.NO
+    assert backend.requests[0]["temperature"] == 0.7
+    assert backend.requests[0]["max_tokens"] == 99 and backend.requests[0]["seed"] == 3
+
+
+# ------------------------------------------------------------------ judge and choice parsers
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        ("The star is on the Save button.\nVerdict: YES", Verdict.YES),
+        ("Verdict: NO", Verdict.NO),
+        ("I do not know.", Verdict.UNKNOWN),
+        ("The point is not precise.", Verdict.UNKNOWN),
+        ("The click would be INCORRECT, I think, but maybe CORRECT.", Verdict.UNKNOWN),
+        ("INCORRECT", Verdict.NO),
+        ("Verdict: INCORRECT", Verdict.NO),
+        ("Verdict: CORRECT", Verdict.YES),
+        ("Verdict: NOT SURE", Verdict.UNKNOWN),
+        ("Verdict: YES or NO", Verdict.UNKNOWN),
+        ("Verdict: I do not know", Verdict.UNKNOWN),
+        ("**Verdict:** No.", Verdict.NO),
+        ("Verdict: yes\nOn reflection the star is on the label.\nVerdict: NO", Verdict.NO),
+        ("Verdict: No, the star is on the label.", Verdict.NO),
+        ("NOTE: the star sits on the icon. Verdict: Yes", Verdict.YES),
+        ("No verdict can be given.", Verdict.UNKNOWN),
+        ("Nothing is under the star. Now, the answer is not clear.", Verdict.UNKNOWN),
+        ("yes", Verdict.YES),
+        ("No.", Verdict.NO),
+        ("", Verdict.UNKNOWN),
+        ("Verdict:", Verdict.UNKNOWN),
+        ("Verdict: NO\nVerdict: maybe", Verdict.UNKNOWN),
+    ],
+)
+def test_parse_verdict(text, want):
+    assert parse_verdict(text) == want
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        ("Star 2 is on the button.\nChoice: 2", 2),
+        ("Choice: 3", None),  # not an offered option
+        ("Choice: unclear", None),
+        ("I think 1 or 2.\nChoice: unclear", None),  # never silently 1
+        ("2", 2),
+        ("**2**", 2),
+        ("Star 2.", 2),
+        ("Option #1", 1),
+        ("Candidates 1 and 2 both look fine.", None),
+        ("Choice: 1\nOn second thought, Choice: 2", 2),
+        ("Choice: Candidate 2", 2),
+        ("**Choice:** 1", 1),
+        ("Choice: 2, because it is closer to the label", 2),
+        ("Choice: 1 or 2", None),
+        ("", None),
+        ("0", None),
+        ("Final answer: 1", 1),
+    ],
+)
+def test_parse_choice(text, want):
+    assert parse_choice(text, [1, 2]) == want
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+async def test_unreadable_choice_and_verdict_are_reported_not_guessed(family):
+    adapter, backend = _adapter(family, "Both candidates look plausible; I cannot decide.")
+    opts = [
+        Option(1, Action(ActionType.CLICK, Point(1, 1)), True),
+        Option(2, Action(ActionType.CLICK, Point(50, 50)), True),
+    ]
+    reply = await adapter.choose(Image.new("RGB", (300, 200)), Query("x"), opts)
+    assert reply.choice is None and reply.text.startswith("Both")
+    reply = await adapter.judge(Image.new("RGB", (300, 200)), Query("x"), Point(5, 5))
+    assert reply.verdict == Verdict.UNKNOWN
