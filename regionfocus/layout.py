@@ -51,7 +51,8 @@ class _Edges:
 
 
 def _edge_maps(rgb: np.ndarray, threshold: int) -> _Edges:
-    """Steps larger than ``threshold`` in any colour channel (so equal-grey colours still part)."""
+    """Steps larger than ``threshold`` in any colour channel (so equal-grey colours still part);
+    ``rgb`` is (h, w, 3) or a grey (h, w) uint8 array."""
 
     def step(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         d = cv2.absdiff(a, b)
@@ -81,13 +82,14 @@ class LayoutProposer:
     whole in that direction); the descent stops when nothing divides the part.
 
     Returned: up to ``max_boxes`` levels, each grown to ``min_size`` and kept inside the
-    image, sorted by area: the innermost level, then enclosing levels in scale bands, a band
-    opening at a level at least ``min_growth`` times the area of the previous band's
-    first level and represented by its outermost level (so the views spread over scales
-    instead of three near-equal boxes, and a panel is preferred to most of a panel). Levels covering more than ``max_cover`` of the screen
-    are not a zoom and are skipped. If even the largest box is under ``small_panel`` of the
-    screen, the smallest box of ``fallback`` is added as context. With no structure at all
-    the fallback's boxes are returned unchanged.
+    image, sorted by area: the innermost level, then enclosing levels grouped in scale bands.
+    A band opens at a level at least ``min_growth`` times the area of the previous band's
+    first level and is represented by its outermost level, so the views spread over scales
+    instead of being three near-equal boxes, and a whole panel is preferred to most of one.
+    Levels covering more than ``max_cover`` of the screen are not a zoom and are skipped. If
+    even the largest box is under ``small_panel`` of the screen, the smallest box of
+    ``fallback`` is added as context. With no structure at all the fallback's boxes are
+    returned unchanged.
     """
 
     name = "layout"
@@ -161,9 +163,11 @@ class LayoutProposer:
         in screenshot pixels (raw: no minimum size, no filtering)."""
         w, h = image.size
         factor = max(1, math.ceil(max(w, h) / self.work_side))
-        small = image.convert("RGB") if image.mode != "RGB" else image
+        small = image if image.mode in ("RGB", "RGBA", "L") else image.convert("RGB")
         if factor > 1:
             small = small.reduce(factor)  # box filter: work pixel = mean of a factor^2 block
+        if small.mode == "RGBA":
+            small = small.convert("RGB")  # after reducing: a quarter of the pixels to convert
         rgb = np.asarray(small)
         edges = _edge_maps(rgb, self.edge_threshold)
         hw, ww = rgb.shape[:2]

@@ -218,8 +218,9 @@ async def test_small_panels_get_a_fixed_ratio_box_for_context():
     assert min(fixed, key=lambda b: b.area) == boxes[-1]
 
 
-async def test_rgba_screenshot_and_focal_outside_the_image(screen4k):
-    image = screen4k.image.convert("RGBA")
+@pytest.mark.parametrize("mode", ["RGBA", "L"])
+async def test_other_image_modes_and_focal_outside_the_image(screen4k, mode):
+    image = screen4k.image.convert(mode)
     boxes = await LayoutProposer(min_size=64).propose(ctx(image, Point(4000, 1200)))
     assert_well_formed(boxes, image.size, 64)
     assert best_iou(boxes, screen4k.panels["right"]) > 0.8
