@@ -201,7 +201,8 @@ async def test_real_tiny_sam_boxes_and_embedding_cache(tiny_sam, monkeypatch):
     elapsed = time.perf_counter() - t0
     task.cancel()
     assert embedded == [(H, W)]
-    assert ticks >= 0.3 * elapsed / 0.01
+    # A blocking call would starve the ticker completely; a threaded one lets it run.
+    assert elapsed > 0.05 and ticks >= 3
 
     again = await proposer.propose(ctx(a.copy(), Point(320, 20)))  # an equal image, new object
     other_point = await proposer.propose(ctx(a, Point(100, 300)))
