@@ -367,3 +367,45 @@ async def test_unreadable_choice_and_verdict_are_reported_not_guessed(family):
     assert reply.choice is None and reply.text.startswith("Both")
     reply = await adapter.judge(Image.new("RGB", (300, 200)), Query("x"), Point(5, 5))
     assert reply.verdict == Verdict.UNKNOWN
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+async def test_whole_static_round_through_the_core(family):
+    """The real RegionFocusAgent over each adapter: the first answer misses the target by
+    300 px, the judge (reading the star from the image it got) rejects it, the zoomed views
+    find the target, and the final point lands on it in screenshot pixels."""
+    from regionfocus.agent import RegionFocusAgent
+
+    size, target = (2000, 1200), (1561, 233)  # above UI-TARS 1.0's pixel cap: it downsizes
+    kinds = []
+
+    def model(messages):
+        (img,) = _images(messages)
+        text = _text(messages)
+        w, h = img.size
+        x, y = _red_centre(img)
+        if "Verdict: YES" in text:  # judge: is the pink star on the red square?
+            a = np.asarray(img).astype(int)
+            ys, xs = np.nonzero((a[..., 0] > 200) & (a[..., 1] < 60) & (a[..., 2] > 120))
+            kinds.append("judge")
+            near = abs(xs.mean() - x) < 0.01 * w and abs(ys.mean() - y) < 0.01 * h
+            return "The star is on the red square.\nVerdict: YES" if near else "Verdict: NO"
+        if "magnified" in text:
+            kinds.append("zoom")
+            return _answer(family, x, y, w, h)
+        if "already tried" in text or "most relevant point" in text:
+            kinds.append("focal")
+            return _answer(family, x + 0.02 * w, y, w, h)
+        if "Choice: N" in text:
+            kinds.append("choose")
+            return "Choice: 1"
+        kinds.append("act")
+        return _answer(family, x - 300 * w / size[0], y, w, h)
+
+    adapter = get_adapter(family, backend=ScriptedBackend(model))
+    agent = RegionFocusAgent(adapter)
+    pred = await agent.predict(_screenshot(size, target), "click the red square")
+    assert kinds[:3] == ["act", "judge", "focal"] and "zoom" in kinds
+    assert pred.baseline.point.distance(Point(*target)) > 250
+    assert pred.trigger == "self-judge"
+    assert pred.final.point.distance(Point(*target)) < 12, pred.final
