@@ -19,6 +19,11 @@ import pytest
 from .model_dir import ensure_tiny_model
 from .server import VllmServer, VllmSetupError, cache_root, ensure_venv, start_server
 
+# Random weights rarely emit EOS, so without a cap every call would run to the client's
+# max_tokens (the CLI's adapters ask for 1024); 48 keeps the CPU time small.
+MAX_NEW_TOKENS = 48
+START_TIMEOUT_S = 420.0  # about 1 min on an idle 2-core machine; slower when the CPUs are shared
+
 
 @dataclass
 class VllmHandle:
@@ -27,6 +32,7 @@ class VllmHandle:
     base_url: str
     model: str
     server: VllmServer
+    max_new_tokens: int  # the server's cap on every completion
     timings: dict[str, float] = field(default_factory=dict)
 
 
@@ -54,11 +60,13 @@ def vllm_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
         model_dir = ensure_tiny_model()
         timings["model_s"] = time.perf_counter() - t0
         log = Path(tmp_path_factory.mktemp("vllm")) / "server.log"
-        server = start_server(python, model_dir, log)
+        server = start_server(
+            python, model_dir, log, timeout_s=START_TIMEOUT_S, max_new_tokens=MAX_NEW_TOKENS
+        )
     except VllmSetupError as e:
         _give_up(str(e), always_fail=True)
     timings["server_start_s"] = server.start_s
-    handle = VllmHandle(server.base_url, server.model, server, timings)
+    handle = VllmHandle(server.base_url, server.model, server, MAX_NEW_TOKENS, timings)
     try:
         yield handle
     finally:

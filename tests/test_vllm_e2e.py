@@ -1,0 +1,242 @@
+"""End to end against a real vLLM (CPU) server serving a tiny random Qwen2.5-VL.
+
+The model's text is random, so these tests assert the machinery: requests reach the engine with
+the image at the size we sent, token counts come back, every model call is recorded, parse
+failures are recorded as such, nothing raises, requests overlap on the server, every sample
+and task is accounted for and resumed runs make no new calls. The server side is read from
+vLLM's own /metrics counters, not from our client's bookkeeping.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+
+import pytest
+from PIL import Image, ImageDraw
+
+from adapters import get_adapter
+from adapters.backends.openai_http import OpenAIBackend
+from regionfocus import Action, ActionType, Option, Point, Query, RegionFocus, Verdict
+
+pytestmark = [pytest.mark.vllm, pytest.mark.slow, pytest.mark.timeout(1800)]
+
+# The tiny model's processor keeps images up to 256 * 28^2 px as they are (tests/tiny_qwen.py);
+# adapters resize to at most that, so the server never resizes again (DESIGN.md section 4).
+TINY_MAX_PIXELS = 256 * 28 * 28
+
+
+def screen(width: int, height: int) -> Image.Image:
+    """A plain UI-like screenshot: a title bar and a few labelled buttons."""
+    img = Image.new("RGB", (width, height), (245, 245, 245))
+    d = ImageDraw.Draw(img)
+    d.rectangle([0, 0, width, height // 10], fill=(40, 60, 120))
+    for i, label in enumerate(("Open", "Save", "Submit", "Cancel")):
+        x = 20 + i * (width // 5)
+        d.rectangle([x, height // 2, x + width // 6, height // 2 + height // 12], fill=(200, 210, 230))
+        d.text((x + 6, height // 2 + 4), label, fill=(0, 0, 0))
+    return img
+
+
+def image_tokens(size: tuple[int, int]) -> int:
+    """Qwen2.5-VL: 14-px patches merged 2x2, so one token per 28x28 px of the image it sees."""
+    return (size[0] // 28) * (size[1] // 28)
+
+
+def user_message(image: Image.Image, text: str) -> list[dict]:
+    return [{"role": "user", "content": [{"type": "image", "image": image}, {"type": "text", "text": text}]}]
+
+
+@pytest.fixture
+async def backend(vllm_server):
+    b = OpenAIBackend(base_urls=[vllm_server.base_url], model=vllm_server.model, timeout=120, max_retries=1)
+    yield b
+    await b.aclose()
+
+
+async def test_image_chat_completion_returns_text_and_token_counts(vllm_server, backend):
+    wide, square = screen(448, 280), screen(224, 224)
+    a = await backend.complete(user_message(wide, "Click Submit."), max_tokens=8)
+    b = await backend.complete(user_message(square, "Click Submit."), max_tokens=8)
+    for r in (a, b):
+        assert isinstance(r.text, str)
+        assert r.usage.error is None and r.usage.endpoint == vllm_server.base_url
+        assert 1 <= r.usage.completion_tokens <= 8
+        assert r.usage.latency_s > 0
+    # Same text, two images: the prompts differ by exactly the image tokens of the sizes we sent,
+    # so the engine saw each image unresized.
+    assert a.usage.prompt_tokens - b.usage.prompt_tokens == image_tokens(wide.size) - image_tokens(
+        square.size
+    )
+    assert b.usage.prompt_tokens > image_tokens(square.size)
+    # The server's cap bounds what a client asks for (it keeps CI time small).
+    capped = await backend.complete(user_message(square, "Describe."), max_tokens=500, ignore_eos=True)
+    assert capped.usage.completion_tokens == vllm_server.max_new_tokens
+
+
+@pytest.mark.parametrize("family", ["qwen2.5-vl", "uitars-1.5"])
+async def test_adapter_requests_over_http(backend, family):
+    model = get_adapter(family, backend=backend, max_tokens=32, max_pixels=TINY_MAX_PIXELS)
+    img = screen(640, 400)
+    seen = model.input_size(img.size)
+    query = Query("click the Submit button")
+    options = [
+        Option(1, Action(ActionType.CLICK, point=Point(100, 220)), on_image=True),
+        Option(2, Action(ActionType.CLICK, point=Point(400, 220)), on_image=False),
+    ]
+    replies = {
+        "act": await model.act(img, query),
+        "act-zoomed": await model.act(img, query, zoomed=True),
+        "focal": await model.propose_point(img, query, [Point(50, 50)], avoid_on_image=False),
+        "judge": await model.judge(img, query, Point(300, 220)),
+        "choose": await model.choose(img, query, options),
+        "region": await model.propose_box(img, query, Point(300, 220)),
+    }
+    for kind, r in replies.items():
+        assert r.usage.error is None, kind
+        assert isinstance(r.text, str), kind
+        assert r.usage.prompt_tokens > image_tokens(seen), kind
+        assert 1 <= r.usage.completion_tokens <= 32, kind
+    # Whatever the random text says, the reply carries exactly what the adapter parses from it,
+    # in pixels of the image it was given.
+    for kind in ("act", "act-zoomed"):
+        r = replies[kind]
+        assert r.action == model.parse_action(r.text, *img.size)
+    assert isinstance(replies["judge"].verdict, Verdict)
+    assert replies["choose"].choice in (None, 1, 2)
+
+
+async def test_regionfocus_round_records_every_call(vllm_server, backend):
+    model = get_adapter("qwen2.5-vl", backend=backend, max_tokens=32, max_pixels=TINY_MAX_PIXELS)
+    shot = screen(1280, 800)
+    before = vllm_server.server.requests_finished()
+    result = await RegionFocus(model).refine(shot, Query("click the Submit button"), trigger="test")
+    served = vllm_server.server.requests_finished() - before
+
+    kinds = [c.kind for c in result.calls]
+    assert served == len(result.calls), "every request the server answered is in the trace"
+    assert kinds[0] == "focal"
+    assert ("choose" in kinds) == (len(result.merged) > 1)  # a choice is asked only between candidates
+    n_views = len(result.boxes)
+    assert n_views >= 2 and len(result.views) == n_views
+    assert sorted(k for k in kinds if k.startswith("candidate")) == sorted(
+        f"candidate[{i}]" for i in range(n_views)
+    )
+    for c in result.calls:
+        assert c.error is None and c.prompt_tokens and c.completion_tokens, c
+    # Random text: a candidate exists only where the adapter could parse the view's answer, and
+    # the outcome names how the choice was made.
+    assert len(result.candidates) <= n_views
+    for cand in result.candidates:
+        p = cand.action.point
+        assert p is None or (0 <= p.x <= shot.width and 0 <= p.y <= shot.height)
+    if not result.merged:
+        assert result.action is None and result.choice_method == "none"
+    elif len(result.merged) == 1:
+        assert result.choice_method == "single" and result.action == result.merged[0].action
+    else:
+        assert result.choice_method in ("model", "model-retry", "rule") and result.action is not None
+    json.dumps(result.to_dict())  # control characters and U+FFFD from the model serialise
+
+
+async def test_concurrent_requests_overlap_on_the_server(vllm_server, backend):
+    """Continuous batching: 8 requests in flight take far less than 8x one request."""
+    img = screen(448, 280)
+    n, tokens = 8, 32
+
+    async def one(i: int):
+        r = await backend.complete(
+            user_message(img, f"Task {i}: click Submit."), max_tokens=tokens, ignore_eos=True
+        )
+        assert r.usage.completion_tokens == tokens
+        return r
+
+    await one(-1)  # warm-up (prefix cache, first-call allocations)
+    t0 = time.perf_counter()
+    for i in range(3):
+        await one(i)
+    single = (time.perf_counter() - t0) / 3
+
+    running_max = 0.0
+
+    async def watch(stop: asyncio.Event):
+        nonlocal running_max
+        while not stop.is_set():
+            m = await asyncio.to_thread(vllm_server.server.metrics)
+            running_max = max(running_max, m.get("vllm:num_requests_running", 0.0))
+            await asyncio.sleep(0.02)
+
+    stop = asyncio.Event()
+    watcher = asyncio.create_task(watch(stop))
+    t0 = time.perf_counter()
+    await asyncio.gather(*(one(100 + i) for i in range(n)))
+    together = time.perf_counter() - t0
+    stop.set()
+    await watcher
+
+    ratio = together / (n * single)
+    print(f"\nvLLM concurrency: single {single:.3f} s, {n} together {together:.3f} s, ratio {ratio:.2f}")
+    assert running_max >= 2, "the server never had two requests running at once"
+    assert ratio < 0.6, f"{n} concurrent requests took {ratio:.2f} of {n} sequential ones"
+
+
+# ---------------------------------------------------------------------------------- harnesses
+@pytest.fixture(scope="session")
+def screenspot_sample(tmp_path_factory) -> Path:
+    from screenspot_pro.builder import build_sample
+
+    return build_sample(tmp_path_factory.mktemp("ssp-sample"), n_screens=1)
+
+
+def test_screenspot_pro_cli_run_accounts_for_every_sample_and_resumes(
+    vllm_server, screenspot_sample, tmp_path
+):
+    from screenspot_pro.cli import main
+
+    out = tmp_path / "run"
+    argv = [
+        "--data", str(screenspot_sample),
+        "--agent", "qwen2.5-vl",
+        "--base-url", vllm_server.base_url,
+        "--model", vllm_server.model,
+        "--trigger", "always",
+        "--limit", "6",
+        "--concurrency", "6",
+        "--out", str(out),
+        "--no-progress",
+    ]  # fmt: skip
+    server = vllm_server.server
+    before = server.requests_finished()
+    assert main(argv) == 0
+    served = server.requests_finished() - before
+
+    records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
+    wanted = [
+        s["id"]
+        for f in sorted((screenspot_sample / "annotations").glob("*.json"))
+        for s in json.loads(f.read_text())
+    ][:6]
+    assert sorted(r["id"] for r in records) == sorted(wanted)
+    assert served == sum(r["n_calls"] for r in records), "every server request is recorded in a sample"
+    for r in records:
+        assert r["trigger"] is not None and r["rounds"] >= 1  # --trigger always: every sample got a round
+        assert r["completion_tokens"] > 0 and r["prompt_tokens"] > 0
+        if r["final"]["point"] is None:
+            assert r["final"]["correctness"] in ("wrong_format", "wrong")
+
+    results = json.loads((out / "results.json").read_text())
+    assert sorted(d["id"] for d in results["details"]) == sorted(wanted)
+    details = results["details"]
+    assert all(d["correctness"] in ("correct", "wrong", "wrong_format") for d in details)
+    for d in details:  # an unparsable answer is wrong_format; a failed sample is kept, scored wrong
+        if d["pred"] is None:
+            assert d["correctness"] == ("wrong" if d.get("status") == "error" else "wrong_format"), d
+    print(f"\nScreenSpot-Pro on vLLM: {served} requests, metrics {results['metrics']}")
+
+    # Resume: the same command again answers from the run folder, with no new model calls.
+    before = server.requests_finished()
+    assert main(argv) == 0
+    assert server.requests_finished() == before
+    assert len((out / "records.jsonl").read_text().splitlines()) == 6

@@ -1,0 +1,1 @@
+"""Test infrastructure for the real vLLM (CPU) server: venv, model folder, server, fixture."""
