@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 
 # Bump when the recipe changes, so stale cached folders are rebuilt.
-RECIPE_VERSION = 1
+RECIPE_VERSION = 2
 _MARKER = ".tiny_qwen25vl_complete.json"
 
 # Qwen's special tokens, in their official order (Qwen2.5-VL tokenizer_config.json). The ids differ
@@ -198,6 +198,10 @@ def build_tiny_qwen25vl(out_dir: str | os.PathLike[str], *, seed: int = 0) -> Pa
         config = Qwen2_5_VLConfig(
             text_config={
                 "vocab_size": vocab_size,
+                # Wide random weights: greedy decoding then wanders over the whole vocabulary
+                # (JSON fragments, action words, special tokens, broken UTF-8) instead of
+                # repeating one token, which makes a harsher malformed-output test.
+                "initializer_range": 0.3,
                 "hidden_size": 128,
                 "intermediate_size": 256,
                 "num_hidden_layers": 2,
