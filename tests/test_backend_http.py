@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import io
+import itertools
+import json
 import logging
 import time
 
@@ -274,3 +276,33 @@ async def test_server_own_concurrency_limit_queues():
             await asyncio.gather(*(b.complete(user(f"q{i}")) for i in range(8)))
     assert srv.stats.max_active == 2
     assert srv.stats.max_in_flight > 2
+
+
+async def test_round_goes_on_when_one_call_hangs_and_records_it(server):
+    """A RegionFocus round through the Qwen2.5-VL adapter over HTTP: the second request (one
+    of the concurrent candidate requests) hangs past the timeout on every attempt; the round
+    still finishes, the failure is in the trace, and the other candidates count."""
+    from adapters import get_adapter
+    from regionfocus import Query, RegionFocus
+
+    arrivals = itertools.count(1)  # next() is atomic under the GIL: one request is number 2
+
+    def responder(body):
+        if next(arrivals) == 2:
+            return Reply.hang(30)
+        (image,) = request_images(body)
+        args = {"action": "left_click", "coordinate": [image.width // 2, image.height // 2]}
+        return Reply.text(
+            f'<tool_call>{{"name": "computer_use", "arguments": {json.dumps(args)}}}</tool_call>'
+        )
+
+    server.set_responder(responder)
+    async with backend(server, timeout=0.5, max_retries=0) as b:
+        adapter = get_adapter("qwen2.5-vl", backend=b)
+        result = await RegionFocus(adapter).refine(Image.new("RGB", (560, 420), "white"), Query("Click OK"))
+    failed = [c for c in result.calls if c.error]
+    assert len(failed) == 1 and failed[0].kind.startswith("candidate[") and "timed out" in failed[0].error
+    assert len(result.candidates) == len(result.boxes) - 1 >= 1
+    assert result.action is not None
+    ok = [c for c in result.calls if not c.error]
+    assert all(c.endpoint == server.base_url and c.prompt_tokens and c.latency_s > 0 for c in ok)
