@@ -7,7 +7,8 @@ No single signal suffices (design notes §7), so :func:`combine` ORs four of the
 - a new page (tab, popup) opened or a JavaScript dialog appeared;
 - the DOM changed: the page's MutationObserver counted more mutations during the action than
   the page's own background rate predicts, *and* the page's state fingerprint differs (a hover
-  handler that adds a tooltip and removes it again leaves no net change);
+  handler that adds a tooltip and removes it again leaves no net change); ``data-*`` attribute
+  changes are not counted (bookkeeping, not rendering);
 - the pixels changed between two screenshots taken with the mouse parked at the same spot (a
   ``:hover`` style would otherwise make a click on blank space look effective).
 
@@ -30,7 +31,14 @@ OBSERVER_SCRIPT = r"""
 (() => {
   if (window.__regionfocus) return;
   const state = { mutations: 0 };
-  const observer = new MutationObserver((records) => { state.mutations += records.length; });
+  // data-* attributes are bookkeeping (MiniWoB++ stamps every clicked element with
+  // data-tampered); when they matter visually, the pixel signal sees it.
+  const observer = new MutationObserver((records) => {
+    for (const r of records) {
+      if (r.type === 'attributes' && r.attributeName && r.attributeName.startsWith('data-')) continue;
+      state.mutations += 1;
+    }
+  });
   observer.observe(document, {
     subtree: true, childList: true, attributes: true, characterData: true,
   });

@@ -9,6 +9,7 @@ which is in viewport CSS px = screenshot px (device scale 1).
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import io
 import logging
@@ -52,6 +53,9 @@ class CdpZoom:
         self._fallback = fallback
         self.max_zoom = max_zoom
         self._sessions: dict[int, tuple[Page, CDPSession]] = {}
+        # Captures at different scales must not overlap: Chromium applies each capture's scale
+        # to the page while it renders, and two in flight produce a tiled 1x image.
+        self._lock = asyncio.Lock()
         self.failures = 0
 
     async def _session(self, page: Page) -> CDPSession:
@@ -68,19 +72,8 @@ class CdpZoom:
         region = snap_box(box, self.viewport)
         scale = zoom_scale(region, target, self.max_zoom)
         try:
-            page = self._page()
-            session = await self._session(page)
-            metrics = await session.send("Page.getLayoutMetrics")
-            vv = metrics.get("cssVisualViewport", {})
-            clip = {
-                "x": region.left + float(vv.get("pageX", 0.0)),
-                "y": region.top + float(vv.get("pageY", 0.0)),
-                "width": region.width,
-                "height": region.height,
-                "scale": scale,
-            }
-            shot = await session.send("Page.captureScreenshot", {"format": "png", "clip": clip})
-            image = Image.open(io.BytesIO(base64.b64decode(shot["data"]))).convert("RGB")
+            async with self._lock:
+                image = await self._capture(region, scale)
         except Exception as e:  # noqa: BLE001 - a view must never end a round
             self.failures += 1
             last = self._fallback()
@@ -90,3 +83,18 @@ class CdpZoom:
             return crop_view(last, box, target, self.max_zoom)
         transform = ViewTransform(region, image.width / region.width, image.height / region.height)
         return View(image, transform)
+
+    async def _capture(self, region: Box, scale: float) -> Image.Image:
+        page = self._page()
+        session = await self._session(page)
+        metrics = await session.send("Page.getLayoutMetrics")
+        vv = metrics.get("cssVisualViewport", {})
+        clip = {
+            "x": region.left + float(vv.get("pageX", 0.0)),
+            "y": region.top + float(vv.get("pageY", 0.0)),
+            "width": region.width,
+            "height": region.height,
+            "scale": scale,
+        }
+        shot = await session.send("Page.captureScreenshot", {"format": "png", "clip": clip})
+        return Image.open(io.BytesIO(base64.b64decode(shot["data"]))).convert("RGB")

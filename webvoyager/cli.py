@@ -1,0 +1,320 @@
+"""``regionfocus webvoyager``: run an agent in Chromium on WebVoyager tasks or MiniWoB++,
+judge a run, or rebuild its report."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+from regionfocus.cliargs import add_regionfocus_arguments, config_from_args
+
+EXAMPLES = """examples:
+  # offline, CPU only: the OCR agent on the curated MiniWoB++ tasks, then without RegionFocus
+  regionfocus webvoyager --tasks miniwob --agent ocr --out runs/miniwob-rf
+  regionfocus webvoyager --tasks miniwob --agent ocr --out runs/miniwob-base --no-regionfocus
+
+  # chosen MiniWoB++ tasks, 5 seeded episodes each, 2 tasks in parallel
+  regionfocus webvoyager --tasks miniwob:click-button,click-link --episodes-per-task 5 \\
+      --agent ocr --out runs/mw --concurrency 2
+
+  # WebVoyager with UI-TARS-1.5 served by vLLM (viewport 1440x1440 by default for UI-TARS)
+  regionfocus webvoyager --tasks data/WebVoyager_data.jsonl --answers data/reference_answer.json \\
+      --agent uitars-1.5 --base-url http://127.0.0.1:8000/v1 --model ByteDance-Seed/UI-TARS-1.5-7B \\
+      --out runs/wv-uitars --concurrency 8
+
+  # judge a WebVoyager run three times with any OpenAI-compatible VLM, then rebuild the report
+  regionfocus webvoyager judge runs/wv-uitars --base-url http://127.0.0.1:8001/v1 --model Qwen/Qwen2.5-VL-72B-Instruct
+  regionfocus webvoyager report runs/wv-uitars
+
+A run folder is resumable: run the same command again and finished tasks are skipped.
+MiniWoB++ episodes are scored by the page's own reward; WebVoyager tasks need the judge.
+"""
+
+
+def _viewport(text: str) -> tuple[int, int]:
+    try:
+        w, h = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--viewport must look like 1440x1440, got {text!r}") from None
+    if w < 500 or h < 300:
+        raise argparse.ArgumentTypeError(
+            f"--viewport {text}: use at least 500x300 (MiniWoB++ dialogs need 500 px)"
+        )
+    return w, h
+
+
+def default_viewport(agent: str) -> tuple[int, int]:
+    """The paper's screens: 2240x1260 for Qwen2.5-VL, 1440x1440 for UI-TARS (and the others)."""
+    return (2240, 1260) if agent.startswith("qwen") else (1440, 1440)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from adapters.cli_args import add_agent_arguments
+
+    p = argparse.ArgumentParser(
+        prog="regionfocus webvoyager",
+        description="Run a GUI agent (optionally wrapped by RegionFocus) in headless Chromium on "
+        "WebVoyager tasks or offline MiniWoB++ pages. Subcommands: `judge RUN_DIR` (auto-evaluation "
+        "with a VLM) and `report RUN_DIR` (rebuild summary and report.html).",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    g = p.add_argument_group("tasks and run")
+    g.add_argument(
+        "--tasks",
+        required=True,
+        metavar="FILE.jsonl|miniwob[:task,...]",
+        help="official WebVoyager JSONL (web_name, id, ques, web) or MiniWoB++: `miniwob` for the curated "
+        "click/type list, `miniwob:click-button,click-link` for chosen tasks",
+    )
+    g.add_argument("--answers", metavar="FILE", help="WebVoyager reference-answer JSON (kept with each task)")
+    g.add_argument("--out", required=True, metavar="RUN_DIR", help="run folder (created, or resumed)")
+    g.add_argument(
+        "--max-steps",
+        type=int,
+        metavar="N",
+        help="actions per task (default 15 for WebVoyager, 10 for MiniWoB++)",
+    )
+    g.add_argument(
+        "--viewport",
+        type=_viewport,
+        metavar="WxH",
+        help="browser viewport = screenshot size in px (default 1440x1440; 2240x1260 for qwen agents)",
+    )
+    g.add_argument(
+        "--episodes-per-task",
+        type=int,
+        default=1,
+        metavar="K",
+        help="MiniWoB++ episodes per task (default 1)",
+    )
+    g.add_argument(
+        "--seed", type=int, default=0, help="MiniWoB++ episode k of each task uses seed S+k (default 0)"
+    )
+    g.add_argument("--concurrency", type=int, default=1, metavar="N", help="tasks in parallel (default 1)")
+    g.add_argument(
+        "--task-zoom",
+        type=float,
+        default=None,
+        metavar="Z",
+        help="CSS zoom of the 160x210 px MiniWoB++ task (default 1.0: small in a large screen, as the "
+        "agent's pixel budget makes it hard to read)",
+    )
+    g.add_argument(
+        "--browser", metavar="PATH", help="Chromium executable (default Debian's /usr/lib/chromium/chromium)"
+    )
+    g.add_argument(
+        "--allow-domain",
+        action="append",
+        default=[],
+        metavar="D",
+        help="only navigate to this domain and its subdomains (repeatable; default: any http(s) site)",
+    )
+    g.add_argument("--no-progress", action="store_true", help="no progress bar")
+    g.add_argument("-v", "--verbose", action="store_true", help="log each task's problems")
+    add_agent_arguments(p)
+    add_regionfocus_arguments(p)
+    return p
+
+
+def _safe_url(url: str) -> str:
+    """A base URL without any user:password part, for config.json."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host += f":{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def load_task_list(args: argparse.Namespace):
+    from . import miniwob
+    from .tasks import load_tasks
+
+    if args.tasks == "miniwob" or args.tasks.startswith("miniwob:"):
+        return miniwob.miniwob_tasks(args.tasks, args.episodes_per_task, args.seed), "miniwob"
+    return load_tasks(args.tasks, args.answers), "web"
+
+
+def run_main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s"
+    )
+    from regionfocus import RegionFocusAgent, __version__
+
+    from . import miniwob
+    from .browser import Browser
+    from .report import summary_markdown, write_report
+    from .rundir import RunDir
+    from .runner import RunSettings, run_tasks
+
+    try:
+        if args.concurrency < 1:
+            raise ValueError(f"--concurrency must be >= 1, got {args.concurrency}")
+        tasks, kind = load_task_list(args)
+        max_steps = args.max_steps or (10 if kind == "miniwob" else 15)
+        if max_steps < 1:
+            raise ValueError(f"--max-steps must be >= 1, got {max_steps}")
+        viewport = args.viewport or default_viewport(args.agent)
+        task_zoom = args.task_zoom if args.task_zoom is not None else miniwob.DEFAULT_ZOOM
+        if not 0.25 <= task_zoom <= 8:
+            raise ValueError(f"--task-zoom must be in [0.25, 8], got {task_zoom}")
+        rf_config = config_from_args(args)
+        from adapters.cli_args import build_model
+
+        model = build_model(args, concurrency=args.concurrency)
+        browser = Browser(args.browser)
+    except (ValueError, FileNotFoundError, KeyError) as e:
+        print(f"regionfocus webvoyager: {e}", file=sys.stderr)
+        return 2
+
+    enabled = not args.no_regionfocus
+    config = {
+        "agent": args.agent,
+        "model": args.model,
+        "backend": args.backend,
+        "base_urls": [_safe_url(u) for u in (args.base_urls or [])],
+        "regionfocus_enabled": enabled,
+        "regionfocus": rf_config.to_dict(),
+        "tasks": args.tasks,
+        "answers": args.answers,
+        "n_tasks": len(tasks),
+        "episodes_per_task": args.episodes_per_task,
+        "viewport": list(viewport),
+        "device_scale_factor": 1,
+        "max_steps": max_steps,
+        "seed": args.seed,
+        "task_zoom": task_zoom if kind == "miniwob" else None,
+        "concurrency": args.concurrency,
+        "browser": browser.executable or "playwright-bundled",
+        "allow_domains": list(args.allow_domain),
+        "temperature": args.temperature,
+        "regionfocus_version": __version__,
+    }
+    run_dir = RunDir(args.out)
+    try:
+        run_dir.open(config)
+    except ValueError as e:
+        print(f"regionfocus webvoyager: {e}", file=sys.stderr)
+        return 2
+    settings = RunSettings(
+        max_steps=max_steps,
+        viewport=viewport,
+        concurrency=args.concurrency,
+        task_zoom=task_zoom,
+        allow_domains=tuple(args.allow_domain),
+        progress=not args.no_progress,
+    )
+
+    async def go() -> None:
+        async with browser:
+            await run_tasks(
+                tasks, lambda: RegionFocusAgent(model, rf_config, enabled=enabled), run_dir, browser, settings
+            )
+        closer = getattr(getattr(model, "backend", None), "aclose", None)
+        if closer is not None:
+            await closer()
+
+    asyncio.run(go())
+    report = write_report(run_dir.root)
+    from .rundir import read_json
+
+    print(summary_markdown(read_json(run_dir.root / "summary.json")))
+    print(f"results: {run_dir.results_path}\nreport:  {report}")
+    return 0
+
+
+def judge_main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(
+        prog="regionfocus webvoyager judge",
+        description="Auto-evaluate a WebVoyager run with an OpenAI-compatible VLM (the official protocol: "
+        "task, final answer and the last K screenshots; SUCCESS or NOT SUCCESS), REPEATS times; "
+        "prints success mean ± std per site and overall and writes RUN_DIR/judge.json.",
+    )
+    p.add_argument("run_dir", metavar="RUN_DIR")
+    p.add_argument("--base-url", required=True, action="append", dest="base_urls", metavar="URL")
+    p.add_argument("--model", required=True, help="judge model name on the server")
+    p.add_argument("--repeats", type=int, default=3, help="judgements per task (default 3, as in the paper)")
+    p.add_argument("--last-k", type=int, default=15, help="screenshots shown, the last K (default 15)")
+    p.add_argument("--temperature", type=float, default=0.0, help="default 0, as the official script")
+    p.add_argument("--max-tokens", type=int, default=1000)
+    p.add_argument("--concurrency", type=int, default=4, help="judge requests in flight (default 4)")
+    p.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="VAR", help="env var with the API key")
+    p.add_argument("--timeout", type=float, default=300.0, metavar="S")
+    args = p.parse_args(argv)
+    from adapters.backends.openai_http import OpenAIBackend
+
+    from .judge import format_summary, judge_run
+    from .report import write_report
+
+    if not (Path(args.run_dir) / "results.json").is_file():
+        print(f"regionfocus webvoyager judge: {args.run_dir}/results.json not found", file=sys.stderr)
+        return 2
+    try:
+        backend = OpenAIBackend(
+            args.base_urls,
+            args.model,
+            api_key_env=args.api_key_env,
+            timeout=args.timeout,
+            max_in_flight=max(1, args.concurrency),
+        )
+    except ValueError as e:
+        print(f"regionfocus webvoyager judge: {e}", file=sys.stderr)
+        return 2
+
+    async def go() -> dict:
+        try:
+            return await judge_run(
+                args.run_dir,
+                backend,
+                model_name=args.model,
+                repeats=args.repeats,
+                last_k=args.last_k,
+                temperature=args.temperature,
+                max_tokens=args.max_tokens,
+                concurrency=args.concurrency,
+            )
+        finally:
+            await backend.aclose()
+
+    try:
+        summary = asyncio.run(go())
+    except ValueError as e:
+        print(f"regionfocus webvoyager judge: {e}", file=sys.stderr)
+        return 2
+    print(format_summary(summary))
+    write_report(args.run_dir)
+    return 0
+
+
+def report_main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(
+        prog="regionfocus webvoyager report",
+        description="Rebuild RUN_DIR/summary.json, summary.md and report.html from the run folder.",
+    )
+    p.add_argument("run_dir", metavar="RUN_DIR")
+    args = p.parse_args(argv)
+    from .report import write_report
+
+    if not (Path(args.run_dir) / "results.json").is_file():
+        print(f"regionfocus webvoyager report: {args.run_dir}/results.json not found", file=sys.stderr)
+        return 2
+    print(write_report(args.run_dir))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "judge":
+        return judge_main(argv[1:])
+    if argv and argv[0] == "report":
+        return report_main(argv[1:])
+    return run_main(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

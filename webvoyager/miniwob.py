@@ -1,0 +1,149 @@
+"""MiniWoB++ offline: real task pages from the ``miniwob`` wheel with their own reward (Shi et
+al., 2017; Liu et al., 2018, "Reinforcement Learning on Web Interfaces Using Workflow-Guided
+Exploration"; Farama Foundation's MiniWoB++).
+
+An episode: load the page by file URL, wait for the ``#sync-task-cover``, seed the page's RNG
+with ``Math.seedrandom``, raise ``core.EPISODE_MAX_TIME`` (10 s by default, far too short for a
+model), start with ``core.startEpisodeReal()``, read the instruction with
+``core.getUtterance()``, act with real mouse and keyboard events, and read ``WOB_DONE_GLOBAL``,
+``WOB_RAW_REWARD_GLOBAL`` (+1 / -1) and ``WOB_REWARD_GLOBAL`` (time-discounted).
+
+The task is drawn in the top-left 160x210 CSS px; we scale it with CSS ``zoom`` on the root
+element (rewards come from the page's own click handlers, so they stay valid) and hide the
+reward display and click canvas beside it, whose timer and click marks would otherwise count as
+"the screen changed" after every action.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .browser import BrowserEnv
+from .tasks import WebTask
+
+# Click- and type-driven tasks a point-and-type agent can attempt, each checked here with the
+# OCR agent and a DOM oracle. Drag, draw, slider and colour tasks are left out (design notes §8).
+DEFAULT_TASKS = (
+    "click-button",
+    "click-link",
+    "click-dialog-2",
+    "click-tab",
+    "click-test-2",
+    "click-option",
+    "enter-text",
+    "focus-text",
+    "login-user",
+    "navigate-tree",
+)
+DEFAULT_EPISODE_MS = 600_000  # ten minutes: a VLM step can take many seconds
+DEFAULT_ZOOM = 2.0
+
+_SETUP_SCRIPT = """([seed, maxMs, zoom]) => {
+  const style = document.createElement('style');
+  style.textContent = `html { zoom: ${zoom}; }
+    #reward-display, #click-canvas { display: none !important; }`;
+  document.head.appendChild(style);
+  Math.seedrandom(String(seed));
+  core.EPISODE_MAX_TIME = maxMs;
+  core.startEpisodeReal();
+  clearInterval(core.CD_TIMER);  // the countdown display mutates the DOM every second
+  return core.getUtterance();
+}"""
+
+_STATUS_SCRIPT = """() => [WOB_DONE_GLOBAL, WOB_RAW_REWARD_GLOBAL, WOB_REWARD_GLOBAL,
+  WOB_REWARD_REASON === null ? null : String(WOB_REWARD_REASON)]"""
+
+
+def html_root() -> Path:
+    """The folder holding the task pages (``miniwob/html/miniwob``)."""
+    import miniwob
+
+    return Path(miniwob.__file__).resolve().parent / "html" / "miniwob"
+
+
+def available_tasks() -> list[str]:
+    return sorted(p.stem for p in html_root().glob("*.html"))
+
+
+def parse_spec(spec: str) -> list[str]:
+    """ "miniwob" -> the curated list; "miniwob:click-button,click-link" -> those tasks. Raises
+    ValueError naming unknown tasks."""
+    if spec == "miniwob":
+        return list(DEFAULT_TASKS)
+    if not spec.startswith("miniwob:"):
+        raise ValueError(f"not a MiniWoB++ spec: {spec!r} (use miniwob or miniwob:task,task)")
+    names = [n.strip() for n in spec.split(":", 1)[1].split(",") if n.strip()]
+    if not names:
+        raise ValueError(f"{spec!r}: name at least one task after 'miniwob:'")
+    known = set(available_tasks())
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ValueError(
+            f"unknown MiniWoB++ task(s): {', '.join(unknown)}; known: {', '.join(sorted(known))}"
+        )
+    return names
+
+
+def miniwob_tasks(spec: str, episodes: int = 1, seed: int = 0) -> list[WebTask]:
+    """One :class:`WebTask` per (task, episode); episode k of every task uses seed ``seed + k``,
+    so a baseline run and a RegionFocus run see the same problems."""
+    if episodes < 1:
+        raise ValueError(f"--episodes-per-task must be >= 1, got {episodes}")
+    root = html_root()
+    return [
+        WebTask(
+            id=f"{name}--{k}",
+            web_name=name,
+            ques="",
+            web=(root / f"{name}.html").as_uri(),
+            kind="miniwob",
+            seed=seed + k,
+        )
+        for name in parse_spec(spec)
+        for k in range(episodes)
+    ]
+
+
+@dataclass
+class EpisodeStatus:
+    """The page's own verdict. ``raw_reward``: +1 / -1 (0 while running); ``reward``: the
+    time-discounted reward; ``success``: done with a positive raw reward."""
+
+    done: bool
+    raw_reward: float
+    reward: float
+    reason: str | None = None
+
+    @property
+    def success(self) -> bool:
+        return self.done and self.raw_reward > 0
+
+
+async def start_episode(
+    env: BrowserEnv,
+    task: WebTask,
+    zoom: float = DEFAULT_ZOOM,
+    max_ms: int = DEFAULT_EPISODE_MS,
+) -> str:
+    """Load, seed and start ``task``'s episode; returns the instruction. Raises RuntimeError
+    with the page's problem when the page does not load."""
+    error = await env.goto(task.web)
+    if error:
+        raise RuntimeError(error)
+    page = env.page
+    assert page is not None
+    await page.wait_for_selector("#sync-task-cover", state="attached", timeout=15_000)
+    utterance = await env.evaluate(_SETUP_SCRIPT, [task.seed or 0, int(max_ms), float(zoom)])
+    return " ".join(str(utterance).split())
+
+
+async def episode_status(env: BrowserEnv) -> EpisodeStatus:
+    done, raw, reward, reason = await env.evaluate(_STATUS_SCRIPT)
+    return EpisodeStatus(bool(done), float(raw or 0), float(reward or 0), reason)
+
+
+def file_root() -> str:
+    """The folder file:// navigation is limited to during MiniWoB++ runs (the wheel's html/)."""
+    return os.fspath(html_root().parent)

@@ -1,0 +1,306 @@
+"""Summary (``summary.json`` / ``summary.md``) and the trajectory browser (``report.html``),
+rebuilt from the run folder alone.
+
+Success: MiniWoB++ episodes by the page's own reward; WebVoyager tasks by the judge
+(``judge.json``, written by ``regionfocus webvoyager judge``) when present, else unknown.
+Everything a page or a model wrote is escaped before it reaches the HTML.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from html import escape
+from pathlib import Path
+from statistics import mean
+
+from PIL import Image
+
+from .rundir import read_json, write_json, write_text
+
+# ------------------------------------------------------------------ summary
+
+
+def _group_stats(records: list[dict]) -> dict:
+    n = len(records)
+    triggers: Counter = Counter()
+    for r in records:
+        triggers.update(r.get("triggers") or {})
+    scored = [r for r in records if r.get("success") is not None]
+    rewards = [r["reward"] for r in records if isinstance(r.get("reward"), (int, float))]
+    return {
+        "tasks": n,
+        "scored": len(scored),
+        "success": sum(1 for r in scored if r["success"]),
+        "success_rate": round(sum(1 for r in scored if r["success"]) / len(scored), 4) if scored else None,
+        "mean_reward": round(mean(rewards), 4) if rewards else None,
+        "answered": sum(1 for r in records if r.get("answer")),
+        "errors": sum(1 for r in records if r.get("error")),
+        "mean_steps": round(mean(r.get("steps", 0) for r in records), 3) if n else 0.0,
+        "regionfocus_rounds": sum(r.get("regionfocus_rounds", 0) for r in records),
+        "rounds_per_task": round(mean(r.get("regionfocus_rounds", 0) for r in records), 3) if n else 0.0,
+        "model_calls": sum(r.get("model_calls", 0) for r in records),
+        "no_effect_steps": sum(r.get("no_effect_steps", 0) for r in records),
+        "triggers": dict(sorted(triggers.items())),
+        "triggers_per_task": {k: round(v / n, 3) for k, v in sorted(triggers.items())} if n else {},
+    }
+
+
+def summarize(run_dir: str | Path) -> dict:
+    """Per-site and overall statistics of ``RUN_DIR/results.json`` (+ judge.json if any)."""
+    root = Path(run_dir)
+    records = read_json(root / "results.json", default=[])
+    by_site: dict[str, list[dict]] = defaultdict(list)
+    for r in records:
+        by_site[r.get("web_name", "?")].append(r)
+    summary = {
+        "run_dir": str(root),
+        "overall": _group_stats(records),
+        "sites": {site: _group_stats(rs) for site, rs in sorted(by_site.items())},
+    }
+    config = read_json(root / "config.json", default={}) or {}
+    summary["regionfocus_enabled"] = config.get("regionfocus_enabled")
+    summary["agent"] = config.get("agent")
+    judge = read_json(root / "judge.json")
+    if judge:
+        summary["judge"] = judge.get("summary")
+    return summary
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}"
+
+
+def summary_markdown(summary: dict) -> str:
+    rf = summary.get("regionfocus_enabled")
+    lines = [
+        f"# WebVoyager run: {summary.get('agent') or '?'} "
+        f"({'+ RegionFocus' if rf else 'baseline' if rf is not None else '?'})",
+        "",
+        "| site | tasks | success % | mean reward | answered | errors | mean steps | RF rounds/task | triggers/task |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    rows = list(summary["sites"].items()) + [("**overall**", summary["overall"])]
+    for site, s in rows:
+        trig = ", ".join(f"{k} {v}" for k, v in s["triggers_per_task"].items()) or "-"
+        reward = "-" if s["mean_reward"] is None else f"{s['mean_reward']:.3f}"
+        lines.append(
+            f"| {site} | {s['tasks']} | {_pct(s['success_rate'])} | {reward} | {s['answered']} | "
+            f"{s['errors']} | {s['mean_steps']:.2f} | {s['rounds_per_task']:.2f} | {trig} |"
+        )
+    judge = summary.get("judge")
+    if judge:
+        lines += [
+            "",
+            f"Judge ({judge.get('model')}, {judge.get('repeats')} repeats, last {judge.get('last_k')} screenshots):",
+            "",
+        ]
+        lines += ["| site | success % (mean ± std) | unknown verdicts |", "|---|---:|---:|"]
+        for site, s in list(judge["sites"].items()) + [("**overall**", judge["overall"])]:
+            lines.append(f"| {site} | {s['mean'] * 100:.1f} ± {s['std'] * 100:.1f} | {s['unknown']} |")
+    lines.append("")
+    lines.append("Success: MiniWoB++ by the page's reward (raw reward > 0); WebVoyager tasks by the judge.")
+    return "\n".join(lines) + "\n"
+
+
+def write_summary(run_dir: str | Path) -> dict:
+    root = Path(run_dir)
+    summary = summarize(root)
+    write_json(root / "summary.json", summary)
+    write_text(root / "summary.md", summary_markdown(summary))
+    return summary
+
+
+# ------------------------------------------------------------------ report.html
+
+_CSS = """
+body { font: 14px/1.4 system-ui, sans-serif; margin: 0; color: #222; }
+header { padding: 12px 20px; background: #2d2d44; color: #fff; }
+main { padding: 12px 20px; }
+table.sum { border-collapse: collapse; margin: 8px 0 16px; }
+table.sum td, table.sum th { border: 1px solid #ccc; padding: 3px 8px; text-align: right; }
+table.sum td:first-child { text-align: left; }
+details.task { border: 1px solid #ccc; border-radius: 6px; margin: 6px 0; }
+details.task > summary { padding: 6px 10px; cursor: pointer; }
+.ok { color: #0a7d32; font-weight: 600; } .bad { color: #b3261e; font-weight: 600; }
+.unk { color: #777; } .err { color: #b3261e; }
+.step { border-top: 1px solid #eee; padding: 8px 10px; display: flex; gap: 14px; flex-wrap: wrap; }
+.shot { position: relative; width: 560px; flex: none; }
+.shot img { width: 100%; display: block; border: 1px solid #999; }
+.shot svg { position: absolute; left: 0; top: 0; width: 100%; height: 100%; }
+.meta { flex: 1; min-width: 320px; }
+.meta pre { white-space: pre-wrap; background: #f6f6f6; padding: 6px; max-height: 220px; overflow: auto; }
+.views img { height: 150px; border: 1px solid #aaa; margin: 2px; }
+.legend span { margin-right: 12px; }
+"""
+
+_BOX_COLORS = ["#00aaff", "#ffaa00", "#00c878", "#aa50ff", "#ff3c3c"]
+
+
+def _star(x: float, y: float, r: float) -> str:
+    pts = []
+    for i in range(10):
+        rad = r if i % 2 == 0 else r * 0.45
+        a = -math.pi / 2 + i * math.pi / 5
+        pts.append(f"{x + rad * math.cos(a):.1f},{y + rad * math.sin(a):.1f}")
+    return " ".join(pts)
+
+
+def _overlay(step: dict, size: tuple[int, int]) -> str:
+    """SVG in screenshot px: RegionFocus boxes, focal point, history stars (grey), candidate
+    stars (pink, numbered), and the executed action's point (red ring)."""
+    w, h = size
+    r = max(9.0, max(size) * 0.0095)
+    parts = [f'<svg viewBox="0 0 {w} {h}" preserveAspectRatio="none">']
+    rnd = (step.get("decision") or {}).get("round")
+    if rnd:
+        for i, b in enumerate(rnd.get("boxes") or []):
+            x0, y0, x1, y1 = (float(v) for v in b)
+            parts.append(
+                f'<rect x="{x0:.1f}" y="{y0:.1f}" width="{x1 - x0:.1f}" height="{y1 - y0:.1f}" fill="none" '
+                f'stroke="{_BOX_COLORS[i % len(_BOX_COLORS)]}" stroke-width="{r / 4:.1f}"/>'
+            )
+        for i, p in enumerate(rnd.get("history") or []):
+            parts.append(
+                f'<polygon points="{_star(p[0], p[1], r)}" fill="#888" stroke="#fff"/>'
+                f'<text x="{p[0] + r:.1f}" y="{p[1] - r:.1f}" font-size="{r * 1.3:.0f}" fill="#555">h{i + 1}</text>'
+            )
+        for c in rnd.get("merged") or []:
+            pt = (c.get("action") or {}).get("point")
+            if not pt:
+                continue
+            label = escape(str(c.get("number") or ""))
+            chosen = c.get("number") is not None and c.get("number") == rnd.get("choice")
+            parts.append(
+                f'<polygon points="{_star(pt[0], pt[1], r)}" fill="#ff1493" '
+                f'stroke="{"#000" if chosen else "#fff"}" stroke-width="{3 if chosen else 1}"/>'
+                f'<text x="{pt[0] + r:.1f}" y="{pt[1] - r:.1f}" font-size="{r * 1.3:.0f}" fill="#ff1493" '
+                f'font-weight="bold">{label}</text>'
+            )
+        focal = rnd.get("focal")
+        if focal:
+            fx, fy = focal
+            parts.append(
+                f'<path d="M{fx - r:.1f},{fy:.1f}H{fx + r:.1f}M{fx:.1f},{fy - r:.1f}V{fy + r:.1f}" '
+                f'stroke="#00e5ff" stroke-width="{r / 4:.1f}"/>'
+            )
+    act = step.get("action") or {}
+    for key in ("point", "end_point"):
+        p = act.get(key)
+        if p:
+            parts.append(
+                f'<circle cx="{p[0]:.1f}" cy="{p[1]:.1f}" r="{r * 0.9:.1f}" fill="none" stroke="red" '
+                f'stroke-width="{r / 3:.1f}"/>'
+            )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _image_size(path: Path, default: tuple[int, int]) -> tuple[int, int]:
+    try:
+        with Image.open(path) as im:
+            return im.size
+    except OSError:
+        return default
+
+
+def _verdict_html(rec: dict) -> str:
+    s = rec.get("success")
+    if s is True:
+        return '<span class="ok">success</span>'
+    if s is False:
+        return '<span class="bad">failure</span>'
+    return '<span class="unk">not judged</span>'
+
+
+def _task_html(root: Path, rec: dict, default_size: tuple[int, int]) -> str:
+    folder = rec.get("folder") or ("task" + rec["id"])
+    traj = read_json(root / folder / "trajectory.json", default={}) or {}
+    e = escape
+    head = (
+        f"<summary>{_verdict_html(rec)} <b>{e(rec['id'])}</b> — {e(rec.get('ques') or '')[:200]} "
+        f"<span class='unk'>steps {rec.get('steps', 0)}, RF rounds {rec.get('regionfocus_rounds', 0)}"
+        + (f", reward {rec['reward']:.3f}" if isinstance(rec.get("reward"), (int, float)) else "")
+        + "</span>"
+        + (f" <span class='err'>error: {e(str(rec['error']))}</span>" if rec.get("error") else "")
+        + "</summary>"
+    )
+    body = []
+    if rec.get("answer"):
+        body.append(f"<div class='step'><b>Answer:</b> {e(str(rec['answer']))}</div>")
+    for step in traj.get("steps", []):
+        shot = root / folder / step["screenshot"]
+        size = _image_size(shot, default_size)
+        src = e(f"{folder}/{step['screenshot']}", quote=True)
+        effect = step.get("effect")
+        effect_txt = (
+            ("changed: " + ", ".join(f"{k}={v}" for k, v in effect.items() if k != "changed"))
+            if effect and effect.get("changed")
+            else ("no effect" if effect else "not executed")
+        )
+        views = "".join(
+            f'<a href="{e(folder + "/" + v, quote=True)}"><img src="{e(folder + "/" + v, quote=True)}" alt="view"></a>'
+            for v in step.get("views", [])
+        )
+        rnd = (step.get("decision") or {}).get("round")
+        rnd_txt = ""
+        if rnd:
+            calls = "\n".join(f"[{c.get('kind')}] {c.get('text', '')}" for c in rnd.get("calls", []))
+            rnd_txt = (
+                f"<p>RegionFocus ({e(str(rnd.get('trigger')))}): focal {e(str(rnd.get('focal_source')))}, "
+                f"{len(rnd.get('candidates') or [])} candidates, {len(rnd.get('merged') or [])} distinct, "
+                f"choice {e(str(rnd.get('choice')))} by {e(str(rnd.get('choice_method')))}</p>"
+                f"<pre>{e(calls)}</pre>"
+            )
+        events = step.get("events") or []
+        body.append(
+            "<div class='step'>"
+            f"<div class='shot'><img src='{src}' alt='screenshot {step['step']}'>{_overlay(step, size)}</div>"
+            "<div class='meta'>"
+            f"<b>Step {step['step']}</b> · {e(step.get('source', ''))}"
+            + (f" · trigger <b>{e(str(step['trigger']))}</b>" if step.get("trigger") else "")
+            + f"<br>action: <code>{e(step.get('action_text', ''))}</code><br>effect: {e(effect_txt)}"
+            + (f"<br><span class='err'>error: {e(str(step['error']))}</span>" if step.get("error") else "")
+            + (f"<br>events: {e(str(events))}" if events else "")
+            + f"<br>url: {e(step.get('url', ''))}"
+            + f"<pre>{e(step.get('text') or '')}</pre>"
+            + rnd_txt
+            + (f"<div class='views'>zoomed views:<br>{views}</div>" if views else "")
+            + "</div></div>"
+        )
+    return f"<details class='task'>{head}{''.join(body)}</details>"
+
+
+def write_report(run_dir: str | Path) -> Path:
+    """Write ``report.html`` (and the summary) from the folder's files; returns its path."""
+    root = Path(run_dir)
+    summary = write_summary(root)
+    records = read_json(root / "results.json", default=[])
+    config = read_json(root / "config.json", default={}) or {}
+    vp = config.get("viewport") or [1440, 1440]
+    default_size = (int(vp[0]), int(vp[1]))
+    rows = []
+    for site, s in list(summary["sites"].items()) + [("overall", summary["overall"])]:
+        rows.append(
+            f"<tr><td>{escape(site)}</td><td>{s['tasks']}</td><td>{_pct(s['success_rate'])}</td>"
+            f"<td>{s['errors']}</td><td>{s['mean_steps']:.2f}</td><td>{s['rounds_per_task']:.2f}</td>"
+            f"<td>{escape(', '.join(f'{k} {v}' for k, v in s['triggers'].items()) or '-')}</td></tr>"
+        )
+    title = (
+        f"{config.get('agent', '?')} — {'+ RegionFocus' if config.get('regionfocus_enabled') else 'baseline'}"
+    )
+    html = (
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>"
+        f"<title>{escape(title)}</title><style>{_CSS}</style></head><body>"
+        f"<header><h2>WebVoyager run: {escape(title)}</h2>{escape(str(root))}</header><main>"
+        "<table class='sum'><tr><th>site</th><th>tasks</th><th>success %</th><th>errors</th>"
+        "<th>mean steps</th><th>RF rounds/task</th><th>triggers</th></tr>" + "".join(rows) + "</table>"
+        "<p class='legend'><span>red ring: executed action</span><span>pink stars: RegionFocus candidates "
+        "(black outline: chosen)</span><span>grey stars: history (tried, no effect)</span>"
+        "<span>cyan cross: focal point</span><span>coloured boxes: zoomed regions</span></p>"
+        + "".join(_task_html(root, r, default_size) for r in records)
+        + "</main></body></html>"
+    )
+    path = root / "report.html"
+    write_text(path, html)
+    return path
