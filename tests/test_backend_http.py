@@ -306,3 +306,11 @@ async def test_round_goes_on_when_one_call_hangs_and_records_it(server):
     assert result.action is not None
     ok = [c for c in result.calls if not c.error]
     assert all(c.endpoint == server.base_url and c.prompt_tokens and c.latency_s > 0 for c in ok)
+
+
+def test_one_backend_serves_successive_event_loops(server):
+    # Sync facades (RegionFocusAgent.predict_sync) run one asyncio.run per call; the backend's
+    # pooled connections and semaphore must follow the new loop.
+    b = backend(server, max_retries=0)
+    texts = [asyncio.run(b.complete(user(f"q{i}"))).text for i in range(3)]
+    assert texts == ["ok"] * 3 and server.stats.chat_requests == 3

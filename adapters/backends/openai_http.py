@@ -77,7 +77,7 @@ class MalformedResponseError(Exception):
 @dataclass
 class _Endpoint:
     base_url: str
-    client: Any  # openai.AsyncOpenAI
+    client: Any = None  # openai.AsyncOpenAI, bound to the event loop it was created in
     in_flight: int = 0
     served: int = 0
 
@@ -109,8 +109,6 @@ class OpenAIBackend:
         image_quality: int = 90,
         extra_body: dict[str, Any] | None = None,
     ) -> None:
-        from openai import AsyncOpenAI
-
         urls = [base_urls] if isinstance(base_urls, str) else list(base_urls)
         if not urls or not all(isinstance(u, str) and u.startswith(("http://", "https://")) for u in urls):
             raise ValueError(f"base_urls must be one or more http(s) URLs; got {base_urls!r}")
@@ -131,21 +129,12 @@ class OpenAIBackend:
         self.extra_body = dict(extra_body or {})
         self.encoder = ImageEncoder(image_format, image_quality)
         # vLLM and SGLang accept any key when started without --api-key; "EMPTY" is their convention.
-        api_key = os.environ.get(api_key_env) or "EMPTY"
-        self._secret = api_key if api_key != "EMPTY" else None
-        self._endpoints = [
-            _Endpoint(
-                base_url=url.rstrip("/"),
-                # max_retries=0: ours are the only retries, so attempts and backoff are predictable.
-                client=AsyncOpenAI(
-                    base_url=url.rstrip("/"), api_key=api_key, max_retries=0, timeout=self.timeout
-                ),
-            )
-            for url in urls
-        ]
+        self._api_key = os.environ.get(api_key_env) or "EMPTY"
+        self._secret = self._api_key if self._api_key != "EMPTY" else None
+        self._endpoints = [_Endpoint(base_url=url.rstrip("/")) for url in urls]
         self._turn = itertools.count()
         self._semaphore: asyncio.Semaphore | None = None
-        self._semaphore_loop: asyncio.AbstractEventLoop | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def __repr__(self) -> str:
         urls = [e.base_url for e in self._endpoints]
@@ -188,7 +177,7 @@ class OpenAIBackend:
         if extra:
             kwargs["extra_body"] = extra
 
-        semaphore = self._get_semaphore()
+        semaphore = self._bind_loop()
         attempts = 0
         while True:
             attempts += 1
@@ -243,7 +232,10 @@ class OpenAIBackend:
 
     async def aclose(self) -> None:
         for endpoint in self._endpoints:
-            await endpoint.client.close()
+            if endpoint.client is not None:
+                await endpoint.client.close()
+                endpoint.client = None
+        self._semaphore = self._loop = None
 
     async def __aenter__(self) -> OpenAIBackend:
         return self
@@ -252,13 +244,21 @@ class OpenAIBackend:
         await self.aclose()
 
     # -- internals -------------------------------------------------------------------------------
-    def _get_semaphore(self) -> asyncio.Semaphore:
-        # One semaphore per event loop: a backend built outside a loop (or reused across the
-        # loops of successive asyncio.run calls) still bounds the requests of the running loop.
+    def _bind_loop(self) -> asyncio.Semaphore:
+        """The semaphore and HTTP clients of the running event loop. Both are loop-bound (the
+        clients pool connections on it), and sync facades run one ``asyncio.run`` per call, so a
+        new loop gets fresh ones; the old loop's connections went away with it."""
+        from openai import AsyncOpenAI
+
         loop = asyncio.get_running_loop()
-        if self._semaphore is None or self._semaphore_loop is not loop:
+        if self._semaphore is None or self._loop is not loop:
             self._semaphore = asyncio.Semaphore(self.max_in_flight)
-            self._semaphore_loop = loop
+            self._loop = loop
+            for endpoint in self._endpoints:
+                # max_retries=0: ours are the only retries, so attempts and backoff are predictable.
+                endpoint.client = AsyncOpenAI(
+                    base_url=endpoint.base_url, api_key=self._api_key, max_retries=0, timeout=self.timeout
+                )
         return self._semaphore
 
     def _pick(self) -> _Endpoint:
