@@ -1,0 +1,684 @@
+"""Build a ScreenSpot-Pro-format grounding set from MiniWoB++ task pages rendered by Chromium.
+
+Output layout (the official one, DESIGN §5)::
+
+    DIR/annotations/<application>_<platform>.json   JSON list of records
+    DIR/images/<application>_<platform>/screen_NN.png
+    DIR/manifest.json                               written last: marks a complete build
+
+Each screen is a 3840x2160 page composed by ``builder_pages.screen_html``: professional-app
+chrome around windows of MiniWoB++ task snapshots (``genProblem()`` after ``Math.seedrandom``,
+DESIGN §8), mostly 9-13 px text. Targets are read from the rendered DOM; the device scale factor
+is 1, so every box is in screenshot pixels, [x1, y1, x2, y2] with x2/y2 the right/bottom edges.
+A text target is kept only if its text occurs exactly once among the screen's visible text, so
+every instruction names one element. ``instruction_cn`` is a simple Chinese template rendering
+of the same instruction (quoted UI text stays in English).
+
+Public API: ``build_sample`` / ``build_sample_async`` (build into a folder) and
+``builtin_dataset_dir`` (build once into the user cache and reuse).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import importlib.metadata
+import json
+import os
+import random
+import re
+import shutil
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from screenspot_pro import builder_pages as pages
+from screenspot_pro.builder_pages import THEMES, TileSnapshot, Words
+
+# Bump when the output for the same parameters changes; it is part of the cache key.
+BUILD_VERSION = 1
+DEFAULT_SCREENS = 12
+TARGETS_PER_SCREEN = 12
+DEFAULT_BROWSER = "/usr/lib/chromium/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+MANIFEST = "manifest.json"
+RECORD_FIELDS = (
+    "id", "img_filename", "bbox", "img_size", "instruction", "instruction_cn",
+    "application", "platform", "group", "ui_type",
+)  # fmt: skip
+
+# MiniWoB++ tasks whose genProblem() output is a pure function of the seed (checked by
+# re-seeding in one page) and that render as static DOM (no canvas, no body-level dialogs).
+TASKS = (
+    "click-button", "click-button-sequence", "click-checkboxes", "click-checkboxes-large",
+    "click-checkboxes-soft", "click-checkboxes-transfer", "click-collapsible-nodelay",
+    "click-collapsible-2-nodelay", "click-link", "click-menu", "click-option", "click-tab",
+    "click-tab-2", "click-tab-2-hard", "click-test-2", "click-widget", "click-shape", "click-color",
+    "click-shades", "count-shape", "identify-shape", "email-inbox", "email-inbox-forward",
+    "social-media", "social-media-all", "choose-list", "navigate-tree", "multi-layouts",
+    "multi-orderings", "phone-book", "stock-market", "grid-coordinate", "tic-tac-toe",
+    "odd-or-even", "unicode-test", "copy-paste", "sign-agreement",
+)  # fmt: skip
+
+# Per screen: (bucket, max targets). Buckets are filled in this order, then the remainder comes
+# from any bucket, so a screen short of one kind still yields TARGETS_PER_SCREEN targets.
+QUOTAS = (
+    ("tile-text", 5),
+    ("chrome-text", 2),
+    ("tool", 2),
+    ("tile-icon", 2),
+    ("chrome-icon", 1),
+)
+TEXT_TEMPLATES = {
+    "menu": ('open the "{t}" menu', "打开“{t}”菜单"),
+    "tab": ('switch to the "{t}" tab', "切换到“{t}”标签页"),
+    "side": ('select "{t}" in the sidebar', "在侧边栏中选择“{t}”"),
+    "status": ('click "{t}" in the status bar', "点击状态栏中的“{t}”"),
+    "wintitle": ('bring the "{t}" window to the front', "将“{t}”窗口置于前台"),
+    "button": ('click the "{t}" button', "点击“{t}”按钮"),
+    "link": ('open the "{t}" link', "打开“{t}”链接"),
+    "option": ('select "{t}"', "选择“{t}”"),
+    "section": ('expand the "{t}" section', "展开“{t}”部分"),
+    "text": ('click "{t}"', "点击“{t}”"),
+}
+ICON_TEMPLATES = {
+    "checkbox": ('tick the checkbox next to "{t}"', "勾选“{t}”旁边的复选框"),
+    "radio": ('choose the radio button for "{t}"', "选中“{t}”对应的单选按钮"),
+    "eye": ('toggle the visibility of layer "{t}"', "切换图层“{t}”的可见性"),
+    "win-close": ('close the "{t}" window', "关闭“{t}”窗口"),
+    "win-maximize": ('maximize the "{t}" window', "最大化“{t}”窗口"),
+    "win-minimize": ('minimize the "{t}" window', "最小化“{t}”窗口"),
+}
+
+_SNAPSHOT_JS = """
+(seeds) => seeds.map((s) => {
+  Math.seedrandom(s);
+  genProblem();
+  return document.querySelector('#area').outerHTML;
+})
+"""
+
+# Rewrites the task page's own <style> rules under `.mw-<task>` so tasks can share one page.
+_SCOPED_CSS_JS = """
+(scope) => {
+  const out = [];
+  for (const st of document.querySelectorAll('style')) {
+    for (const r of st.sheet.cssRules) {
+      if (r.selectorText === undefined) continue;
+      const sel = r.selectorText.split(',').map((s) => {
+        s = s.trim().replace(/^(html|body)\\b/, '');
+        return scope + ' ' + s;
+      }).join(', ');
+      out.push(sel + ' { ' + r.style.cssText + ' }');
+    }
+  }
+  return out.join('\\n');
+}
+"""
+
+_WORDS_JS = """
+() => ({people: ui_utils.PEOPLE_NAMES, last_names: ui_utils.LAST_NAMES,
+        countries: ui_utils.COUNTRIES, languages: ui_utils.LANGUAGES,
+        lorem: ui_utils.lorem_words, colors: ui_utils.COLORS})
+"""
+
+# Reads every visible text unit and every candidate target from the composed screen.
+# Boxes are viewport CSS px (= image px at device scale factor 1): [left, top, right, bottom].
+_EXTRACT_JS = """
+() => {
+  const W = innerWidth, H = innerHeight;
+  const norm = (s) => s.replace(/\\s+/g, ' ').trim();
+  const visible = (el) => el.checkVisibility({checkOpacity: true, checkVisibilityCSS: true});
+  // Visible region of an element's content: the viewport cut by every clipping ancestor.
+  const clipCache = new Map();
+  function clipOf(el) {
+    const parent = el.parentElement;
+    if (!parent) return [0, 0, W, H];
+    if (clipCache.has(parent)) return clipCache.get(parent);
+    let r = clipOf(parent);
+    const cs = getComputedStyle(parent);
+    if (cs.overflowX !== 'visible' || cs.overflowY !== 'visible') {
+      const b = parent.getBoundingClientRect();
+      r = [Math.max(r[0], b.left), Math.max(r[1], b.top), Math.min(r[2], b.right), Math.min(r[3], b.bottom)];
+    }
+    clipCache.set(parent, r);
+    return r;
+  }
+  const box = (r) => [r.left, r.top, r.right, r.bottom];
+  function textBox(node) {
+    const range = document.createRange();
+    range.selectNodeContents(node);
+    return box(range.getBoundingClientRect());
+  }
+  // Whole box inside the clip; the costlier hit test runs later (_HIT_TEST_JS) on fewer boxes.
+  function shown(el, b) {
+    if (b[2] - b[0] < 3 || b[3] - b[1] < 3) return false;
+    const c = clipOf(el);
+    return !(b[0] < c[0] - 0.01 || b[1] < c[1] - 0.01 || b[2] > c[2] + 0.01 || b[3] > c[3] + 0.01);
+  }
+  window.__rfElements = [];
+  const add = (el, c) => { c.ref = window.__rfElements.length; window.__rfElements.push(el); cands.push(c); };
+  const units = [], cands = [];
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    const t = norm(n.textContent);
+    const p = n.parentElement;
+    if (!t || !p || ['SCRIPT', 'STYLE'].includes(p.tagName)) continue;
+    if (p.tagName === 'OPTION') {  // a closed <select> shows one option: count them all
+      const sel = p.closest('select');
+      if (sel && visible(sel)) units.push(t);
+      continue;
+    }
+    if (!visible(p)) continue;
+    const b = textBox(n), c = clipOf(p);
+    if (b[2] - b[0] <= 0 || b[3] - b[1] <= 0) continue;
+    if (b[2] <= c[0] || b[0] >= c[2] || b[3] <= c[1] || b[1] >= c[3]) continue;
+    units.push(t);
+  }
+  for (const inp of document.querySelectorAll('input, textarea')) {
+    if (!visible(inp)) continue;
+    for (const t of [inp.value, inp.placeholder]) if (t && norm(t)) units.push(norm(t));
+  }
+  for (const el of document.querySelectorAll('[data-rf]')) {
+    if (!visible(el)) continue;
+    const kind = el.dataset.rfKind;
+    const isText = el.dataset.rf === 'text';
+    const text = isText ? norm(el.textContent) : el.dataset.rfLabel;
+    const b = isText && kind !== 'menu' ? textBox(el.firstChild) : box(el.getBoundingClientRect());
+    if (!shown(el, b)) continue;
+    const bucket = isText ? 'chrome-text' : (kind === 'tool' ? 'tool' : 'chrome-icon');
+    add(el, {ui_type: isText ? 'text' : 'icon', kind, text, bucket, bbox: b});
+  }
+  for (const tile of document.querySelectorAll('.mwt')) {
+    for (const el of tile.querySelectorAll('*')) {
+      if (!visible(el)) continue;
+      if (el.tagName === 'INPUT' && (el.type === 'checkbox' || el.type === 'radio')) {
+        const lab = el.closest('label');
+        let text = lab ? norm(lab.textContent) : '';
+        if (!text && el.nextSibling) text = norm(el.nextSibling.textContent || '');
+        const b = box(el.getBoundingClientRect());
+        if (text && shown(el, b)) add(el, {ui_type: 'icon', kind: el.type, text, bucket: 'tile-icon', bbox: b});
+        continue;
+      }
+      const texts = [...el.childNodes].filter((n) => n.nodeType === 3 && norm(n.textContent));
+      if (texts.length !== 1) continue;
+      const text = norm(texts[0].textContent);
+      if (norm(el.textContent) !== text || ['SCRIPT', 'STYLE', 'OPTION', 'SELECT'].includes(el.tagName)) continue;
+      let kind = 'text', whole = false;
+      if (el.tagName === 'BUTTON') { kind = 'button'; whole = true; }
+      else if (el.classList.contains('ui-tabs-anchor')) { kind = 'tab'; whole = true; }
+      else if (el.classList.contains('ui-accordion-header')) { kind = 'section'; whole = true; }
+      else if (el.tagName === 'A' || el.classList.contains('alink')) kind = 'link';
+      else if (el.tagName === 'LABEL') kind = 'option';
+      const b = whole ? box(el.getBoundingClientRect()) : textBox(texts[0]);
+      if (shown(el, b)) add(el, {ui_type: 'text', kind, text, bucket: 'tile-text', bbox: b});
+    }
+  }
+  return {units, cands};
+}
+"""
+
+
+# Is the candidate what a click at its box centre would hit (not covered by another element)?
+_HIT_TEST_JS = """
+(items) => items.map(([ref, b]) => {
+  const el = window.__rfElements[ref];
+  const hit = document.elementFromPoint((b[0] + b[2]) / 2, (b[1] + b[3]) / 2);
+  return hit !== null && (hit === el || el.contains(hit) || (el.control !== undefined && el.control === hit));
+})
+"""
+
+
+@dataclass(frozen=True)
+class BuildParams:
+    """Everything the output depends on; its hash keys the cache."""
+
+    n_screens: int = DEFAULT_SCREENS
+    seed: int = 0
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "build_version": BUILD_VERSION,
+            "n_screens": self.n_screens,
+            "seed": self.seed,
+            "targets_per_screen": TARGETS_PER_SCREEN,
+            "miniwob_version": _miniwob_version(),
+        }
+
+    def key(self) -> str:
+        blob = json.dumps(self.as_dict(), sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class _ScreenPlan:
+    index: int
+    seed: int
+    theme: pages.Theme
+    windows: list[pages.WindowSlot]
+    tiles: list[tuple[str, str]]  # (task, seed string)
+
+
+def _miniwob_version() -> str:
+    try:
+        return importlib.metadata.version("miniwob")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def miniwob_html_root() -> Path:
+    """The ``html`` folder the ``miniwob`` wheel ships (task pages under ``miniwob/``)."""
+    try:
+        import miniwob
+    except ImportError as exc:
+        raise RuntimeError(
+            "the built-in ScreenSpot-Pro set needs the `miniwob` package: pip install miniwob"
+        ) from exc
+    root = Path(miniwob.__file__).resolve().parent / "html"
+    if not (root / "core" / "core.js").is_file():
+        raise RuntimeError(f"miniwob is installed but its task pages are missing under {root}")
+    return root
+
+
+def _plan(params: BuildParams) -> list[_ScreenPlan]:
+    plans = []
+    for i in range(params.n_screens):
+        rng = random.Random(f"regionfocus-builtin/{params.seed}/{i}/plan")
+        windows = pages.plan_windows(rng)
+        n_tiles = sum(w.n_tiles for w in windows)
+        tiles = [(rng.choice(TASKS), f"{params.seed}-{i}-{j}") for j in range(n_tiles)]
+        plans.append(_ScreenPlan(i, params.seed, THEMES[i % len(THEMES)], windows, tiles))
+    return plans
+
+
+def _read_words(root: Path, raw: dict[str, list[str]]) -> Words:
+    lines: list[str] = []
+    functions: list[str] = []
+    for i, task in enumerate(TASKS):
+        src = (root / "miniwob" / f"{task}.html").read_text(encoding="utf-8")
+        if i < 6:
+            lines += [ln.rstrip() for ln in src.splitlines() if ln.strip() and len(ln) <= 120]
+        for name in re.findall(r"(?:var\s+)?([A-Za-z_]\w*)\s*=\s*function", src):
+            if name not in functions:
+                functions.append(name)
+    return Words(
+        people=tuple(raw["people"]),
+        last_names=tuple(raw["last_names"]),
+        countries=tuple(raw["countries"]),
+        languages=tuple(raw["languages"]),
+        lorem=tuple(dict.fromkeys(w for w in raw["lorem"] if len(w.strip(",")) > 3)),
+        colors=tuple(raw["colors"]),
+        task_names=tuple(sorted(p.stem for p in (root / "miniwob").glob("*.html"))),
+        source_lines=tuple(lines),
+        functions=tuple(functions),
+    )
+
+
+async def _snapshot_tasks(context, root: Path, wanted: dict[str, list[str]], workers: int = 3):
+    """Load each wanted task page once and snapshot ``#area`` for each seed.
+
+    Returns ({(task, seed): TileSnapshot}, {task: scoped CSS}, raw ui_utils word lists)."""
+    queue = sorted(wanted)
+    snaps: dict[tuple[str, str], TileSnapshot] = {}
+    css: dict[str, str] = {}
+    raw_words: dict[str, list[str]] = {}
+
+    async def worker() -> None:
+        page = await context.new_page()
+        try:
+            while queue:
+                task = queue.pop(0)
+                # The load event has run the page's onload (core.startEpisode), so genProblem exists.
+                await page.goto((root / "miniwob" / f"{task}.html").as_uri(), wait_until="load")
+                seeds = wanted[task]
+                htmls = await page.evaluate(_SNAPSHOT_JS, seeds)
+                for seed, area in zip(seeds, htmls, strict=True):
+                    snaps[(task, seed)] = TileSnapshot(task, seed, area)
+                css[task] = await page.evaluate(_SCOPED_CSS_JS, f".mw-{task}")
+                if not raw_words and await page.evaluate("typeof ui_utils !== 'undefined'"):
+                    raw_words.update(await page.evaluate(_WORDS_JS))
+        finally:
+            await page.close()
+
+    await asyncio.gather(*(worker() for _ in range(workers)))
+    if not raw_words:
+        raise RuntimeError("no MiniWoB++ task page exposed ui_utils word lists")
+    return snaps, css, raw_words
+
+
+_WORD_CHAR = r"[0-9A-Za-z\u00C0-\uFFFF]"
+
+
+def _occurrences(text: str, units: list[str]) -> int:
+    """How often ``text`` occurs (case-insensitive, whole words) across visible text units."""
+    pattern = re.compile(rf"(?<!{_WORD_CHAR}){re.escape(text.lower())}(?!{_WORD_CHAR})")
+    return sum(len(pattern.findall(u.lower())) for u in units)
+
+
+def _int_box(b: list[float]) -> list[int]:
+    """Float CSS-px rect -> integer pixel box that covers it, clipped to the screen."""
+    x1, y1 = max(0, int(b[0])), max(0, int(b[1]))
+    x2 = min(pages.SCREEN_W, -int(-b[2] // 1))
+    y2 = min(pages.SCREEN_H, -int(-b[3] // 1))
+    return [x1, y1, x2, y2]
+
+
+def _acceptable(c: dict, units: list[str]) -> bool:
+    text = c["text"]
+    if not re.search(r"[A-Za-z]", text) or not 2 <= len(text) <= 40:
+        return False
+    if c["ui_type"] == "text" and c["kind"] == "text" and len(text.split()) > 4:
+        return False
+    if c["kind"] in ("tool", "swatch"):
+        return True  # described by the icon's meaning, one of each per screen by construction
+    return _occurrences(text, units) == 1
+
+
+def _instruction(c: dict) -> tuple[str, str]:
+    kind, text = c["kind"], c["text"]
+    if kind == "tool":
+        return f"click the {text} icon in the toolbar", f"点击工具栏中的{pages.ICON_CN[text]}图标"
+    if kind == "swatch":
+        return f"pick the {text} swatch in the palette", f"在调色板中选择{pages.COLOR_CN.get(text, text)}色块"
+    en, cn = (TEXT_TEMPLATES if c["ui_type"] == "text" else ICON_TEMPLATES)[kind]
+    return en.format(t=text), cn.format(t=text)
+
+
+def _overlaps(a: list[int], b: list[int]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def _unambiguous(cands: list[dict], units: list[str]) -> list[dict]:
+    """Candidates whose instruction would name exactly one element, boxes made integer."""
+    pool = []
+    for c in cands:
+        if _acceptable(c, units):
+            c = dict(c, bbox=_int_box(c["bbox"]))
+            if c["bbox"][2] > c["bbox"][0] and c["bbox"][3] > c["bbox"][1]:
+                pool.append(c)
+    return pool
+
+
+def _select_targets(pool: list[dict], rng: random.Random) -> list[dict]:
+    """Pick up to TARGETS_PER_SCREEN non-overlapping targets from ``pool``, bucket quotas first."""
+    pool = list(pool)
+    rng.shuffle(pool)
+    chosen: list[dict] = []
+    used_texts: set[str] = set()
+
+    def take(c: dict) -> bool:
+        key = c["text"].lower()
+        if c["kind"] not in ("tool", "swatch") and key in used_texts:
+            return False  # e.g. a label and its checkbox: keep one
+        if any(_overlaps(c["bbox"], o["bbox"]) for o in chosen):
+            return False
+        chosen.append(c)
+        used_texts.add(key)
+        return True
+
+    for bucket, quota in QUOTAS:
+        n = 0
+        for c in pool:
+            if n == quota or len(chosen) == TARGETS_PER_SCREEN:
+                break
+            if c["bucket"] == bucket and c not in chosen and take(c):
+                n += 1
+    for c in pool:
+        if len(chosen) == TARGETS_PER_SCREEN:
+            break
+        if c not in chosen:
+            take(c)
+    return chosen
+
+
+async def _render_screen(page, plan: _ScreenPlan, snaps, css, words, root: Path, images_dir: Path, tmp: Path):
+    """Compose, load, extract targets from and screenshot one screen; returns its records."""
+    rng = random.Random(f"regionfocus-builtin/{plan.seed}/{plan.index}/compose")
+    html_text = pages.screen_html(
+        plan.theme,
+        rng,
+        plan.windows,
+        [snaps[t] for t in plan.tiles],
+        words,
+        base_href=(root / "miniwob").as_uri() + "/",
+        scoped_css={t: css[t] for t in {t for t, _ in plan.tiles}},
+        core_css_href=(root / "core" / "core.css").as_uri(),
+        jquery_ui_css_href=(root / "core" / "jquery-ui" / "jquery-ui.min.css").as_uri(),
+    )
+    page_file = tmp / f"screen_{plan.index:02d}.html"
+    page_file.write_text(html_text, encoding="utf-8")
+    await page.goto(page_file.as_uri(), wait_until="load")
+    await page.evaluate("document.fonts.ready.then(() => true)")
+    found = await page.evaluate(_EXTRACT_JS)
+    theme = plan.theme
+    sub = f"{theme.application}_{theme.platform}"
+    img_rel = f"{sub}/screen_{plan.index:02d}.png"
+    (images_dir / sub).mkdir(parents=True, exist_ok=True)
+    await page.screenshot(path=str(images_dir / img_rel))
+    pool = _unambiguous(found["cands"], found["units"])
+    hits = await page.evaluate(_HIT_TEST_JS, [[c["ref"], c["bbox"]] for c in pool])
+    targets = _select_targets([c for c, ok in zip(pool, hits, strict=True) if ok], rng)
+    records = []
+    for k, c in enumerate(targets):
+        en, cn = _instruction(c)
+        records.append(
+            {
+                "id": f"{sub}_{plan.index:02d}_{k:02d}",
+                "img_filename": img_rel,
+                "bbox": c["bbox"],
+                "img_size": [pages.SCREEN_W, pages.SCREEN_H],
+                "instruction": en,
+                "instruction_cn": cn,
+                "application": theme.application,
+                "platform": theme.platform,
+                "group": theme.group,
+                "ui_type": c["ui_type"],
+            }
+        )
+    return records
+
+
+async def _render_screens(
+    browser, plans, snaps, css, words, root: Path, images_dir: Path, tmp: Path, workers: int = 2
+):
+    """Render all screens, ``workers`` pages at a time (each page has its own renderer)."""
+    viewport = {"width": pages.SCREEN_W, "height": pages.SCREEN_H}
+    context = await browser.new_context(viewport=viewport, device_scale_factor=1)
+    queue = list(plans)
+    records: list[dict] = []
+
+    async def worker() -> None:
+        page = await context.new_page()
+        while queue:
+            plan = queue.pop(0)
+            records.extend(await _render_screen(page, plan, snaps, css, words, root, images_dir, tmp))
+
+    try:
+        await asyncio.gather(*(worker() for _ in range(workers)))
+    finally:
+        await context.close()
+    return sorted(records, key=lambda r: r["id"])
+
+
+def _validate(records: list[dict], images_dir: Path) -> None:
+    """Raise ValueError naming every malformed record (fields, box inside image, image present)."""
+    bad = []
+    for r in records:
+        if tuple(r) != RECORD_FIELDS:
+            bad.append(f"{r.get('id')}: fields {list(r)}")
+            continue
+        w, h = r["img_size"]
+        x1, y1, x2, y2 = r["bbox"]
+        if not (0 <= x1 < x2 <= w and 0 <= y1 < y2 <= h):
+            bad.append(f"{r['id']}: bbox {r['bbox']} empty or outside {w}x{h}")
+        if not (images_dir / r["img_filename"]).is_file():
+            bad.append(f"{r['id']}: missing image {r['img_filename']}")
+    if bad:
+        raise ValueError("built-in ScreenSpot-Pro build produced bad records:\n  " + "\n  ".join(bad))
+
+
+def _counts(records: list[dict]) -> dict[str, dict[str, int]]:
+    return {
+        "group": dict(sorted(Counter(r["group"] for r in records).items())),
+        "ui_type": dict(sorted(Counter(r["ui_type"] for r in records).items())),
+        "group_ui_type": dict(sorted(Counter(f"{r['group']}/{r['ui_type']}" for r in records).items())),
+    }
+
+
+def _read_manifest(out_dir: Path) -> dict | None:
+    try:
+        return json.loads((out_dir / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def is_complete(out_dir: Path, params: BuildParams) -> bool:
+    """True if ``out_dir`` holds a finished build of exactly these parameters."""
+    manifest = _read_manifest(out_dir)
+    return manifest is not None and manifest.get("params") == params.as_dict()
+
+
+def _write_json(path: Path, obj: object) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _install(tmp_dir: Path, out_dir: Path, params: BuildParams) -> None:
+    """Move a finished build into place; out_dir is never seen half-written."""
+    old = None
+    if out_dir.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-", dir=out_dir.parent))
+        os.replace(out_dir, old / "d")
+    try:
+        os.replace(tmp_dir, out_dir)
+    except OSError:
+        if not is_complete(out_dir, params):  # not a concurrent identical build winning the race
+            raise
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+async def build_sample_async(
+    out_dir: str | os.PathLike[str],
+    *,
+    n_screens: int = DEFAULT_SCREENS,
+    seed: int = 0,
+    browser_path: str = DEFAULT_BROWSER,
+    force: bool = False,
+) -> Path:
+    """Render ``n_screens`` 3840x2160 screens (``TARGETS_PER_SCREEN`` targets each) into ``out_dir``.
+
+    Reuses ``out_dir`` if it already holds this exact build, unless ``force``. Refuses to
+    overwrite a non-empty folder that is not a build of ours. Returns ``out_dir`` as a Path.
+    """
+    from playwright.async_api import async_playwright
+
+    if n_screens < 1:
+        raise ValueError(f"n_screens must be >= 1, got {n_screens}")
+    out = Path(out_dir).expanduser().resolve()
+    params = BuildParams(n_screens=n_screens, seed=seed)
+    if not force and is_complete(out, params):
+        return out
+    if out.exists() and any(out.iterdir()) and _read_manifest(out) is None and not force:
+        raise FileExistsError(
+            f"{out} is not empty and is not a built-in ScreenSpot-Pro build; use force=True"
+        )
+    if not Path(browser_path).is_file():
+        raise FileNotFoundError(
+            f"Chromium not found at browser_path={browser_path!r} (apt-get install chromium)"
+        )
+    root = miniwob_html_root()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    tmp_dir = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        images_dir = tmp_dir / "images"
+        (tmp_dir / "annotations").mkdir()
+        images_dir.mkdir()
+        plans = _plan(params)
+        wanted: dict[str, list[str]] = {}
+        for plan in plans:
+            for task, s in plan.tiles:
+                wanted.setdefault(task, []).append(s)
+        async with async_playwright() as pw:
+            browser = await pw.chromium.launch(executable_path=browser_path, args=CHROMIUM_ARGS)
+            try:
+                context = await browser.new_context(viewport={"width": 500, "height": 400})
+                snaps, css, raw_words = await _snapshot_tasks(context, root, wanted)
+                await context.close()
+                words = _read_words(root, raw_words)
+                with tempfile.TemporaryDirectory(prefix="rf-screens-") as pages_tmp:
+                    records = await _render_screens(
+                        browser, plans, snaps, css, words, root, images_dir, Path(pages_tmp)
+                    )
+            finally:
+                await browser.close()
+        _validate(records, images_dir)
+        by_file: dict[str, list[dict]] = {}
+        for r in records:
+            by_file.setdefault(f"{r['application']}_{r['platform']}.json", []).append(r)
+        for name, recs in sorted(by_file.items()):
+            _write_json(tmp_dir / "annotations" / name, sorted(recs, key=lambda r: r["id"]))
+        manifest = {
+            "format": "screenspot-pro",
+            "generator": "regionfocus screenspot_pro.builder",
+            "params": params.as_dict(),
+            "n_samples": len(records),
+            "counts": _counts(records),
+            "build_seconds": round(time.monotonic() - started, 2),
+        }
+        _write_json(tmp_dir / MANIFEST, manifest)  # last: its presence marks a complete build
+        _install(tmp_dir, out, params)
+    finally:
+        if tmp_dir.exists():
+            shutil.rmtree(tmp_dir, ignore_errors=True)
+    return out
+
+
+def build_sample(
+    out_dir: str | os.PathLike[str],
+    *,
+    n_screens: int = DEFAULT_SCREENS,
+    seed: int = 0,
+    browser_path: str = DEFAULT_BROWSER,
+    force: bool = False,
+) -> Path:
+    """Synchronous ``build_sample_async``; call the async one from inside an event loop."""
+    return asyncio.run(
+        build_sample_async(out_dir, n_screens=n_screens, seed=seed, browser_path=browser_path, force=force)
+    )
+
+
+def default_cache_root() -> Path:
+    """``$XDG_CACHE_HOME/regionfocus/screenspot-builtin-v1`` (``~/.cache`` when unset)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "regionfocus" / "screenspot-builtin-v1"
+
+
+def builtin_dataset_dir(
+    cache_dir: str | os.PathLike[str] | None = None,
+    *,
+    n_screens: int = DEFAULT_SCREENS,
+    seed: int = 0,
+    browser_path: str = DEFAULT_BROWSER,
+) -> Path:
+    """The built-in dataset, built on first use under ``cache_dir`` (default
+    ``default_cache_root()``) in a folder named by the build parameters' hash, then reused."""
+    root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_root()
+    params = BuildParams(n_screens=n_screens, seed=seed)
+    target = root / f"v{BUILD_VERSION}-{params.key()}"
+    if is_complete(target, params):
+        return target.resolve()
+    return build_sample(target, n_screens=n_screens, seed=seed, browser_path=browser_path, force=True)
