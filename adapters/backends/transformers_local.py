@@ -109,6 +109,10 @@ class TransformersBackend:
         )
 
     async def aclose(self) -> None:
+        """Drop the model (after any running generation); a later call loads it again."""
+        await asyncio.to_thread(self._unload)
+
+    def _unload(self) -> None:
         with self._lock:
             self._model = None
             self._processor = None
