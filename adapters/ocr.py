@@ -253,16 +253,25 @@ class OcrAgent:
             ]
         cands.sort(key=lambda s: s.through_stars)  # stable: clean reads first, most recent first
         for seen in cands:
-            diff = np.abs(seen.array.astype(np.int16) - array.astype(np.int16)).max(axis=2) > 24
-            ys, xs = np.nonzero(diff)
-            if len(xs) > len(pts) * math.pi * reach * reach:
-                continue
-            if len(xs):
-                d2 = (xs[:, None] - pts[None, :, 0]) ** 2 + (ys[:, None] - pts[None, :, 1]) ** 2
-                if d2.min(axis=1).max() > reach * reach:
-                    continue
-            return seen
+            # Every 8th pixel first: a different screen is rejected without the full diff.
+            if all(
+                self._differs_only_near(seen.array[::s, ::s], array[::s, ::s], pts / s, reach / s)
+                for s in (8, 1)
+            ):
+                return seen
         return None
+
+    @staticmethod
+    def _differs_only_near(a: np.ndarray, b: np.ndarray, pts: np.ndarray, reach: float) -> bool:
+        """True when every pixel where ``a`` and ``b`` differ lies within ``reach`` of a point."""
+        diff = np.abs(a.astype(np.int16) - b.astype(np.int16)).max(axis=2) > 24
+        ys, xs = np.nonzero(diff)
+        if len(xs) > len(pts) * math.pi * (reach + 1) ** 2:
+            return False
+        if not len(xs):
+            return True
+        d2 = (xs[:, None] - pts[None, :, 0]) ** 2 + (ys[:, None] - pts[None, :, 1]) ** 2
+        return bool(d2.min(axis=1).max() <= (reach + 1) ** 2)
 
     async def _look(self, image: Image.Image, points: Sequence[Point] = ()) -> Seen:
         return await asyncio.to_thread(self._see_starred, image, list(points))

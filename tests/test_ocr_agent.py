@@ -31,6 +31,7 @@ SIDEBAR = ["Dashboard", "Projects", "Calendar", "Messages", "Analytics", "Billin
 TINY_WORDS = [
     "Ledger", "Voucher", "Payroll", "Tariff", "Rebate", "Escrow", "Dividend", "Accrual", "Surplus",
     "Quota", "Margin", "Refund", "Audit", "Budget", "Invoice", "Receipt", "Deposit", "Pension",
+    "Bond", "Equity", "Yield", "Coupon", "Levy", "Annuity",
 ]  # fmt: skip
 
 
@@ -53,7 +54,8 @@ def draw_label(d: ImageDraw.ImageDraw, xy: tuple[float, float], text: str, px: i
 
 def render_app(seed: int = 0, tiny_px: int = 8, panel_at: tuple[int, int] | None = None) -> Screen:
     """A 4K application screen. Menu (30 px), sidebar (26 px) and heading (56 px) are readable
-    at a 1 MP budget; a panel of ``tiny_px`` labels ("Word Word") at ``panel_at`` is not."""
+    at a 1 MP budget; a panel of 24 ``tiny_px`` labels ("Word Word", first words all distinct)
+    at ``panel_at`` is not."""
     rng = random.Random(seed)
     img = Image.new("RGB", SCREEN, (242, 243, 245))
     d = ImageDraw.Draw(img)
@@ -78,7 +80,8 @@ def render_app(seed: int = 0, tiny_px: int = 8, panel_at: tuple[int, int] | None
     tiny = []
     for r in range(8):
         for c in range(3):
-            text = f"{words[(r * 3 + c) % len(words)]} {words[(r * 3 + c + 7) % len(words)]} {r}{c}"
+            k = r * 3 + c  # 4k + 7 is odd, so the two words always differ
+            text = f"{words[k]} {words[(5 * k + 7) % len(words)]}"
             labels[text] = draw_label(d, (px + c * 14 * tiny_px, py + r * 3 * tiny_px), text, tiny_px)
             tiny.append(text)
     return Screen(img, labels, tiny)
