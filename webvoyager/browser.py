@@ -150,6 +150,11 @@ class Browser:
             executable_path=self.executable, args=args, headless=self.headless
         )
 
+    @property
+    def playwright_browser(self) -> PWBrowser | None:
+        """The underlying Playwright browser (diagnostics and fault-injection tests)."""
+        return self._browser
+
     async def new_env(self, config: EnvConfig) -> BrowserEnv:
         """A fresh context (cookies, storage, pages) for one task; relaunches a dead browser."""
         async with self._lock:

@@ -16,6 +16,7 @@ reward display and click canvas beside it, whose timer and click marks would oth
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,10 +58,12 @@ _STATUS_SCRIPT = """() => [WOB_DONE_GLOBAL, WOB_RAW_REWARD_GLOBAL, WOB_REWARD_GL
 
 
 def html_root() -> Path:
-    """The folder holding the task pages (``miniwob/html/miniwob``)."""
-    import miniwob
-
-    return Path(miniwob.__file__).resolve().parent / "html" / "miniwob"
+    """The folder holding the task pages (``miniwob/html/miniwob``). Found without importing
+    the package, whose import pulls in gymnasium and selenium."""
+    spec = importlib.util.find_spec("miniwob")
+    if spec is None or not spec.origin:
+        raise RuntimeError("the miniwob package is not installed: pip install miniwob")
+    return Path(spec.origin).resolve().parent / "html" / "miniwob"
 
 
 def available_tasks() -> list[str]:
