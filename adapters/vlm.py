@@ -10,7 +10,9 @@ modules convert between the two.
 
 from __future__ import annotations
 
+import asyncio
 import re
+import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -292,6 +294,7 @@ class VlmAdapter:
         # several questions about one screenshot, and resizing 4K costs ~0.2 s each time.
         # Given images are treated as immutable: the core draws stars on copies.
         self._resized: OrderedDict[int, tuple[weakref.ref, Resized]] = OrderedDict()
+        self._resized_lock = threading.Lock()  # _prepare resizes in worker threads
 
     def __repr__(self) -> str:
         r = self.resize
@@ -417,18 +420,26 @@ class VlmAdapter:
 
     # ---- the requests
     def _resize_cached(self, image: Image.Image) -> Resized:
-        hit = self._resized.get(id(image))
-        if hit is not None and hit[0]() is image and hit[1].image.size == self.input_size(image.size):
-            self._resized.move_to_end(id(image))
-            return hit[1]
+        with self._resized_lock:
+            hit = self._resized.get(id(image))
+            if hit is not None and hit[0]() is image and hit[1].image.size == self.input_size(image.size):
+                self._resized.move_to_end(id(image))
+                return hit[1]
         r = resize_for_model(image, self.resize.factor, self.resize.min_pixels, self.resize.max_pixels)
-        self._resized[id(image)] = (weakref.ref(image), r)
-        while len(self._resized) > 4:
-            self._resized.popitem(last=False)
+        with self._resized_lock:
+            self._resized[id(image)] = (weakref.ref(image), r)
+            while len(self._resized) > 4:
+                self._resized.popitem(last=False)
         return r
 
-    def _prepare(self, image: Image.Image) -> tuple[Image.Image, tuple[int, int], dict[str, str]]:
-        r = self._resize_cached(image)
+    async def _prepare(self, image: Image.Image) -> tuple[Image.Image, tuple[int, int], dict[str, str]]:
+        # Resizing a 4K screenshot costs ~0.1 s of CPU: in a worker thread, so the event loop
+        # keeps serving the other requests in flight (Pillow releases the GIL while resampling).
+        # An image already at the model's size is returned as is, without a thread hop.
+        if image.size == self.input_size(image.size) and image.mode == "RGB":
+            r = self._resize_cached(image)
+        else:
+            r = await asyncio.to_thread(self._resize_cached, image)
         ms = r.image.size
         ew, eh = model_extent(self.frame, ms)
         return r.image, ms, {"frame_note": self.frame_note(ms), "width": f"{ew:.0f}", "height": f"{eh:.0f}"}
@@ -442,7 +453,7 @@ class VlmAdapter:
 
     async def act(self, image: Image.Image, query: Query, *, zoomed: bool = False) -> ModelReply:
         """The next action on ``image``; its points are in pixels of ``image``."""
-        resized, ms, v = self._prepare(image)
+        resized, ms, v = await self._prepare(image)
         v.update(instruction=query.instruction, history_block=self._history_block(query))
         v["history_inline"] = "; ".join(query.history) if query.history else "None"
         v["zoom_note"] = self._zoom_note(v) if zoomed else ""
@@ -458,7 +469,7 @@ class VlmAdapter:
         self, image: Image.Image, query: Query, avoid: Sequence[Point], avoid_on_image: bool
     ) -> ModelReply:
         """A focal point in pixels of ``image``, away from ``avoid`` (stars or listed)."""
-        resized, ms, v = self._prepare(image)
+        resized, ms, v = await self._prepare(image)
         v.update(
             instruction=query.instruction,
             history_block=self._history_block(query),
@@ -471,7 +482,7 @@ class VlmAdapter:
 
     async def judge(self, image: Image.Image, query: Query, point: Point) -> ModelReply:
         """Is the starred ``point`` (pixels of ``image``) right? Sets ``verdict``."""
-        resized, ms, v = self._prepare(image)
+        resized, ms, v = await self._prepare(image)
         v.update(
             instruction=query.instruction,
             history_block=self._history_block(query),
@@ -482,7 +493,7 @@ class VlmAdapter:
 
     async def choose(self, image: Image.Image, query: Query, options: Sequence[Option]) -> ModelReply:
         """Pick an option by number; ``choice`` None when unreadable."""
-        resized, ms, v = self._prepare(image)
+        resized, ms, v = await self._prepare(image)
         starred = [o.number for o in options if o.on_image]
         stars_note = ""
         if starred:
@@ -505,7 +516,7 @@ class VlmAdapter:
 
     async def propose_box(self, image: Image.Image, query: Query, focal: Point | None) -> ModelReply:
         """A region likely to contain the target, in pixels of ``image`` (predict-region)."""
-        resized, ms, v = self._prepare(image)
+        resized, ms, v = await self._prepare(image)
         focal_note = ""
         if focal is not None:
             focal_note = f"The target is probably near {self.fmt_point(*self.to_model(focal, image.size))}.\n"

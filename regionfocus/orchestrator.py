@@ -72,7 +72,7 @@ class RegionFocus:
         calls += [CallRecord.from_reply(kind, r) for kind, r in ctx.replies]
 
         target = cfg.view_target or self.model.input_size(size)
-        source = views or StaticViews(screenshot, cfg.max_zoom)
+        source = views or StaticViews(screenshot, cfg.max_zoom, fit=self.model.input_size)
         shown = await asyncio.gather(*(source.view(b, target) for b in boxes))
         replies = await asyncio.gather(
             *(
