@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import statistics
 import time
 from pathlib import Path
 
@@ -154,10 +155,12 @@ async def test_concurrent_requests_overlap_on_the_server(vllm_server, backend):
         return r
 
     await one(-1)  # warm-up (prefix cache, first-call allocations)
-    t0 = time.perf_counter()
+    singles = []
     for i in range(3):
+        t0 = time.perf_counter()
         await one(i)
-    single = (time.perf_counter() - t0) / 3
+        singles.append(time.perf_counter() - t0)
+    single = statistics.median(singles)
 
     running_max = 0.0
 
@@ -179,15 +182,17 @@ async def test_concurrent_requests_overlap_on_the_server(vllm_server, backend):
     ratio = together / (n * single)
     print(f"\nvLLM concurrency: single {single:.3f} s, {n} together {together:.3f} s, ratio {ratio:.2f}")
     assert running_max >= 2, "the server never had two requests running at once"
-    assert ratio < 0.6, f"{n} concurrent requests took {ratio:.2f} of {n} sequential ones"
+    # Typically 0.1-0.5 on two cores; the bound leaves room for a machine busy with other work.
+    assert ratio < 0.75, f"{n} concurrent requests took {ratio:.2f} of {n} sequential ones"
 
 
 # ---------------------------------------------------------------------------------- harnesses
 @pytest.fixture(scope="session")
-def screenspot_sample(tmp_path_factory) -> Path:
-    from screenspot_pro.builder import build_sample
+def screenspot_sample() -> Path:
+    """One rendered 4K screen of the built-in set (cached between runs by its parameters)."""
+    from screenspot_pro.builder import builtin_dataset_dir
 
-    return build_sample(tmp_path_factory.mktemp("ssp-sample"), n_screens=1)
+    return builtin_dataset_dir(n_screens=1)
 
 
 def test_screenspot_pro_cli_run_accounts_for_every_sample_and_resumes(
@@ -196,12 +201,17 @@ def test_screenspot_pro_cli_run_accounts_for_every_sample_and_resumes(
     from screenspot_pro.cli import main
 
     out = tmp_path / "run"
+    # Zoomed views at the size the tiny model sees, not upsampled to 4K: the same rounds with a
+    # fraction of the image bytes to encode and decode on two CPU cores.
+    config = tmp_path / "rf.toml"
+    config.write_text("[regionfocus]\nview_target = [448, 252]\n")
     argv = [
         "--data", str(screenspot_sample),
         "--agent", "qwen2.5-vl",
         "--base-url", vllm_server.base_url,
         "--model", vllm_server.model,
         "--trigger", "always",
+        "--config", str(config),
         "--limit", "6",
         "--concurrency", "6",
         "--out", str(out),
@@ -240,3 +250,45 @@ def test_screenspot_pro_cli_run_accounts_for_every_sample_and_resumes(
     assert main(argv) == 0
     assert server.requests_finished() == before
     assert len((out / "records.jsonl").read_text().splitlines()) == 6
+
+
+def test_webvoyager_miniwob_run_through_regionfocus_and_resume(vllm_server, tmp_path):
+    """Two MiniWoB++ tasks in Chromium with UI-TARS-1.5 prompts. The random model's answers do
+    not parse, which is itself a live trigger, so every task goes through RegionFocus rounds."""
+    from webvoyager.cli import main
+
+    out = tmp_path / "wv"
+    argv = [
+        "--tasks", "miniwob:click-button,click-link",
+        "--agent", "uitars-1.5",
+        "--base-url", vllm_server.base_url,
+        "--model", vllm_server.model,
+        "--max-steps", "2",
+        "--viewport", "504x392",  # 18x14 patches of 28 px: within the tiny model's pixel budget
+        "--concurrency", "2",
+        "--out", str(out),
+        "--no-progress",
+    ]  # fmt: skip
+    server = vllm_server.server
+    before = server.requests_finished()
+    assert main(argv) == 0
+    served = server.requests_finished() - before
+
+    results = json.loads((out / "results.json").read_text())
+    assert len(results) == 2
+    assert {t for t in ("click-button", "click-link") for r in results if t in r["id"]} == {
+        "click-button",
+        "click-link",
+    }
+    assert served == sum(r["model_calls"] for r in results), "every server request is recorded in a task"
+    for r in results:
+        assert r["error"] is None, r["error"]
+        assert 1 <= r["steps"] <= 2
+        assert r["success"] in (True, False) and r["reward"] is not None
+        assert r["regionfocus_rounds"] >= 1 and sum(r["triggers"].values()) >= 1, r
+        assert r["model_errors"] == 0
+
+    before = server.requests_finished()
+    assert main(argv) == 0
+    assert server.requests_finished() == before, "a finished run makes no new model calls"
+    assert json.loads((out / "results.json").read_text()) == results

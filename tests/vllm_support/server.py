@@ -13,6 +13,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -209,6 +210,18 @@ class VllmServer:
             pass
 
 
+def _die_with_parent() -> None:
+    """Runs in the child before exec: ask Linux to SIGTERM it when the test process dies, so a
+    test run killed without cleanup (SIGKILL, a CI timeout) does not leave a server behind."""
+    import ctypes
+
+    PR_SET_PDEATHSIG = 1
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass
+
+
 def _signal_group(proc: subprocess.Popen, sig: int) -> None:
     try:
         os.killpg(proc.pid, sig)  # the server leads its own session: pgid == pid
@@ -261,6 +274,7 @@ def start_server(
             env=server_env(),
             cwd=log_path.parent,
             start_new_session=True,
+            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
         )
     server = VllmServer(proc, port, log_path)
     atexit.register(server.stop)
