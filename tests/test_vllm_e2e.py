@@ -145,7 +145,7 @@ async def test_regionfocus_round_records_every_call(vllm_server, backend):
 async def test_concurrent_requests_overlap_on_the_server(vllm_server, backend):
     """Continuous batching: 8 requests in flight take far less than 8x one request."""
     img = screen(448, 280)
-    n, tokens = 8, 32
+    n, tokens = 8, vllm_server.max_new_tokens  # long enough that decoding, which batches, dominates
 
     async def one(i: int):
         r = await backend.complete(
