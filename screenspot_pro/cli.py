@@ -99,6 +99,12 @@ def run_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", metavar="RUN_DIR", help="run folder (default: runs/screenspot-pro-<agent>)")
     r.add_argument("--concurrency", type=int, default=4, metavar="N", help="samples in flight (default 4)")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
+    r.add_argument(
+        "--retry-errors",
+        action="store_true",
+        help="on resume, rerun samples recorded as errors (e.g. the server was down); "
+        "finished samples are never rerun",
+    )
     add_agent_arguments(p)
     add_regionfocus_arguments(p)
     return p
@@ -126,6 +132,9 @@ def _identity(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
 def _resolve_data(arg: str) -> Path:
     if arg != "builtin":
         return Path(arg).expanduser()
+    print(
+        "built-in data: rendered with Chromium on first use (a minute or two), then cached", file=sys.stderr
+    )
     return _builder().builtin_dataset_dir()
 
 
@@ -187,6 +196,7 @@ def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
                 identity=_identity(args, data_dir),
                 invocation=invocation,
                 progress=False if args.no_progress else None,
+                retry_errors=args.retry_errors,
             )
         )
     finally:

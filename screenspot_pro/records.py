@@ -85,19 +85,13 @@ def _scan(path: Path) -> tuple[list[dict[str, Any]], int]:
 
 
 def read_records(path: str | Path) -> list[dict[str, Any]]:
-    """Every complete record in ``path`` (a missing file has none). When an id appears twice
-    (only possible if the file was concatenated by hand) the first record wins."""
+    """Every complete record in ``path`` (a missing file has none), one per id. An id appears
+    twice only when an error sample was retried (``--retry-errors``): the later record wins."""
     path = Path(path)
     if not path.exists():
         return []
     records, _ = _scan(path)
-    seen: set[str] = set()
-    out = []
-    for r in records:
-        if r["id"] not in seen:
-            seen.add(r["id"])
-            out.append(r)
-    return out
+    return list({r["id"]: r for r in records}.values())
 
 
 class RecordLog:

@@ -152,17 +152,24 @@ async def run_samples(
     *,
     concurrency: int = 4,
     progress: bool | None = None,
+    retry_errors: bool = False,
 ) -> list[dict[str, Any]]:
     """Run every sample not yet in ``run_dir/records.jsonl`` with at most ``concurrency`` in
     flight; return the records of ``samples`` (old and new) in dataset order.
 
-    Cancellation (Ctrl-C) cancels the samples in flight and leaves the file consistent.
+    ``retry_errors``: also rerun samples recorded with status "error" (a server that was down);
+    their new record is appended and supersedes the old one. Cancellation (Ctrl-C) cancels the
+    samples in flight and leaves the file consistent.
     """
     if concurrency < 1:
         raise ValueError(f"--concurrency must be >= 1, got {concurrency}")
     path = Path(run_dir) / RECORDS
     wanted = {s.id for s in samples}
-    done = {r["id"]: r for r in read_records(path) if r["id"] in wanted}
+    done = {
+        r["id"]: r
+        for r in read_records(path)
+        if r["id"] in wanted and not (retry_errors and r["status"] == "error")
+    }
     pending = [s for s in samples if s.id not in done]
     sem = asyncio.Semaphore(concurrency)
     bar = _Progress(len(samples), list(done.values()), progress)
@@ -198,6 +205,7 @@ async def run_screenspot(
     identity: dict[str, Any] | None = None,
     invocation: dict[str, Any] | None = None,
     progress: bool | None = None,
+    retry_errors: bool = False,
 ) -> list[dict[str, Any]]:
     """Pin the run's config to ``run_dir`` (refusing a different one), run what is missing and
     write results.json, results_baseline.json, summary.md and report.html atomically."""
@@ -207,6 +215,8 @@ async def run_screenspot(
     ident = {"regionfocus": config.to_dict(), "regionfocus_enabled": enabled, **(identity or {})}
     check_or_write_config(run_dir, ident, {"concurrency": concurrency, **(invocation or {})})
     agent = RegionFocusAgent(model, config, enabled=enabled)
-    records = await run_samples(samples, agent, run_dir, concurrency=concurrency, progress=progress)
+    records = await run_samples(
+        samples, agent, run_dir, concurrency=concurrency, progress=progress, retry_errors=retry_errors
+    )
     write_reports(run_dir, n_selected=len(samples))
     return records

@@ -42,6 +42,7 @@ class ColourModel:
     """A GroundingModel test double (see the module docstring). ``latency`` per call, in s."""
 
     latency: float = 0.0
+    broken: bool = True  # False: "[error]" samples are answered like any other (server is back)
     calls: list[str] = field(default_factory=list)
 
     def input_size(self, size: tuple[int, int]) -> tuple[int, int]:
@@ -74,7 +75,7 @@ class ColourModel:
         self.calls.append(kind)
         if self.latency:
             await asyncio.sleep(self.latency)
-        if "[error]" in query.instruction:
+        if self.broken and "[error]" in query.instruction:
             raise RuntimeError("connection refused (scripted)")
 
     @staticmethod

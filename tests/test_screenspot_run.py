@@ -249,6 +249,22 @@ def test_cancelled_run_is_resumable(data: Path, tmp_path: Path):
     assert sorted(ids) == sorted(s.id for s in samples)
 
 
+def test_retry_errors_reruns_only_failed_samples(data: Path, tmp_path: Path):
+    samples = load_dataset(data)
+    run = tmp_path / "run"
+    _run(samples, run)
+    fixed = ColourModel(broken=False)  # the server is back
+    _run(samples, run, model=fixed)  # a plain resume leaves the error alone
+    assert fixed.calls == []
+    _run(samples, run, model=fixed, retry_errors=True)
+    assert fixed.calls == ["act", "judge"]  # one sample, judged right at once
+    assert len((run / "records.jsonl").read_text().splitlines()) == len(samples) + 1
+    recs = _records(run)
+    assert len(recs) == len(samples) and recs["appb_2"]["status"] == "ok"
+    doc = json.loads((run / "results.json").read_text())
+    assert doc["metrics"]["overall"]["num_correct_action"] == 7 and len(doc["details"]) == len(samples)
+
+
 def test_a_folder_refuses_a_different_config(data: Path, tmp_path: Path):
     samples = load_dataset(data)[:2]
     run = tmp_path / "run"
