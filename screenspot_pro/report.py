@@ -383,42 +383,50 @@ def _jpeg_data_url(image: Image.Image, quality: int) -> str:
 
 
 class _ImageCache:
-    """Keeps the last screenshot decoded: consecutive samples often share one."""
+    """Keeps the last screenshot decoded, and its thumbnail: consecutive samples (dataset
+    order) usually share a screenshot."""
 
-    def __init__(self) -> None:
+    def __init__(self, thumb_width: int) -> None:
+        self.thumb_width = thumb_width
         self.path: str | None = None
         self.image: Image.Image | None = None
+        self.thumb: Image.Image | None = None
 
-    def get(self, path: str) -> Image.Image | None:
+    def get(self, path: str) -> tuple[Image.Image, Image.Image] | None:
+        """(full screenshot, thumbnail at most ``thumb_width`` wide), or None if unreadable."""
         if path != self.path:
-            self.path, self.image = path, None
+            self.path, self.image, self.thumb = path, None, None
             try:
                 with Image.open(path) as im:
                     self.image = im.convert("RGB")
             except (OSError, ValueError):
-                self.image = None
-        return self.image
+                return None
+            w, h = self.image.size
+            s = min(1.0, self.thumb_width / w)
+            size = (max(1, round(w * s)), max(1, round(h * s)))
+            self.thumb = self.image.resize(size, Image.Resampling.BILINEAR, reducing_gap=2.0)
+        if self.image is None or self.thumb is None:
+            return None
+        return self.image, self.thumb
 
 
-def sample_images(rec: dict[str, Any], cache: _ImageCache, thumb_width: int) -> tuple[str, str] | None:
-    """Two JPEG data URLs: the whole screen downscaled to ``thumb_width`` and a native-resolution
-    crop around the target, both with overlays drawn. None when the screenshot is unreadable."""
-    full = cache.get(rec["sample"]["img_path"])
-    if full is None:
+def sample_images(rec: dict[str, Any], cache: _ImageCache) -> tuple[str, str] | None:
+    """Two JPEG data URLs: the whole screen downscaled to the cache's thumbnail width and a
+    magnified crop around the target, both with overlays drawn. None when the screenshot is
+    unreadable."""
+    got = cache.get(rec["sample"]["img_path"])
+    if got is None:
         return None
+    full, thumb = got
     w, h = full.size
-    s = min(1.0, thumb_width / w)
-    thumb = full.resize(
-        (max(1, round(w * s)), max(1, round(h * s))), Image.Resampling.BILINEAR, reducing_gap=2.0
-    )
-    overview = _overlay(rec, thumb, Point(0, 0), s)
+    overview = _overlay(rec, thumb, Point(0, 0), thumb.width / w)
     # The crop: about 360x210 screenshot px around the target (more if the target is larger),
-    # magnified to at most 720 px wide so a 10 px icon and the markers around it are legible.
+    # shown 720 px wide: a 10 px icon and the markers around it stay legible.
     x1, y1, x2, y2 = rec["sample"]["bbox"]
     cw, ch = min(w, max(360, round(3 * (x2 - x1)))), min(h, max(210, round(3 * (y2 - y1))))
     left = round(min(max(0, (x1 + x2) / 2 - cw / 2), w - cw))
     top = round(min(max(0, (y1 + y2) / 2 - ch / 2), h - ch))
-    zoom = max(1.0, 720 / cw)
+    zoom = 720 / cw
     crop = full.crop((left, top, left + cw, top + ch)).resize(
         (round(cw * zoom), round(ch * zoom)), Image.Resampling.LANCZOS
     )
@@ -535,8 +543,8 @@ def html_report(records: Sequence[dict[str, Any]], config: dict[str, Any], *, th
     from a model or the dataset goes through ``html.escape``."""
     enabled = config.get("identity", {}).get("regionfocus_enabled", True)
     rows = [(label, details_for(records, row)) for row, label in ROWS if enabled or row == "baseline"]
-    cache = _ImageCache()
-    cards = "".join(_sample_card(r, sample_images(r, cache, thumb_width)) for r in records)
+    cache = _ImageCache(thumb_width)
+    cards = "".join(_sample_card(r, sample_images(r, cache)) for r in records)
     groups = sorted({r["sample"]["group"] for r in records})
     apps = sorted({r["sample"]["application"] for r in records})
     outcomes = ["wrong→right", "right→wrong", "right→right", "wrong→wrong", "error"]
