@@ -230,7 +230,7 @@ class OcrAgent:
 
         A star covers the very text it marks. When the agent has already seen this screen
         without stars (the same budget image except around the stars), it reads that one, as
-        a VLM whose requests share the clean screenshot as a prefix would (DESIGN §4); the
+        a VLM whose requests of one round share the clean screenshot as a cached prefix would; the
         stars then only say where to look. Otherwise it reads the annotated image itself.
         Either way it reads at the budget resolution.
         """
