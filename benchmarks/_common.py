@@ -177,16 +177,18 @@ def synthetic_screen(seed: int = 0, size: tuple[int, int] = SCREEN_4K) -> Image.
     return img
 
 
-def load_screens(paths: Sequence[str], n_synthetic: int) -> list[Image.Image]:
+def load_screens(
+    paths: Sequence[str], n_synthetic: int, size: tuple[int, int] = SCREEN_4K
+) -> list[Image.Image]:
     """RGB screenshots from ``paths`` (real screenshots) or, if none, ``n_synthetic`` synthetic
-    3840x2160 screens."""
+    screens of ``size`` (W, H)."""
     if paths:
         out = []
         for p in paths:
             with Image.open(p) as im:
                 out.append(im.convert("RGB"))
         return out
-    return [synthetic_screen(i) for i in range(max(1, n_synthetic))]
+    return [synthetic_screen(i, size) for i in range(max(1, n_synthetic))]
 
 
 # ------------------------------------------------------------------ family-format responder
@@ -262,7 +264,9 @@ class FamilyResponder:
 def _serve(conn, family: str, latency: float, max_concurrency: int | None) -> None:
     from tests.chat_server import ChatServer
 
-    srv = ChatServer(FamilyResponder(family), latency=latency, max_concurrency=max_concurrency)
+    srv = ChatServer(
+        FamilyResponder(family), latency=latency, max_concurrency=max_concurrency, keep_bodies=False
+    )
     srv.start()
     conn.send(srv.base_url)
     conn.recv()  # any message: stop
@@ -346,3 +350,12 @@ def add_common_flags(p) -> None:
     p.add_argument("--format", default="png", help="transport image format: png, jpeg, webp")
     p.add_argument("--quality", type=int, default=90, help="JPEG/WebP quality")
     p.add_argument("--image", action="append", default=[], help="real screenshot(s) instead of synthetic")
+    p.add_argument("--size", type=parse_size, default=SCREEN_4K, help="synthetic screen WxH (3840x2160)")
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    try:
+        w, h = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise ValueError(f"size must be WxH, e.g. 3840x2160; got {text!r}") from None
+    return w, h

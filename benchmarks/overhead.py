@@ -28,7 +28,7 @@ from adapters.resize import resize_for_model
 from regionfocus import Point, Query, crop_view, draw_landmarks, fixed_ratio_boxes
 from regionfocus.config import RegionFocusConfig
 
-from ._common import load_screens, print_machine, print_table, timeit
+from ._common import load_screens, parse_size, print_machine, print_table, timeit
 
 FORMATS = [("png", 90), ("jpeg", 75), ("jpeg", 90), ("jpeg", 95), ("webp", 75), ("webp", 90)]
 BUDGET_ROUND_MS = 150.0  # 5 % of a 3 s critical path (focal, candidates, choice at 1 s each)
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--max-pixels", type=int, default=None)
     p.add_argument("--repeat", type=int, default=3, help="runs per stage (median reported)")
     p.add_argument("--image", action="append", default=[], help="a real screenshot instead of synthetic")
-    p.add_argument("--size", default="3840x2160", help="synthetic screen size WxH")
+    p.add_argument("--size", type=parse_size, default=(3840, 2160), help="synthetic screen size WxH")
     p.add_argument("--formats", default=",".join(f"{f}:{q}" for f, q in FORMATS), help="fmt:quality,...")
     p.add_argument("--no-layout", action="store_true", help="skip the layout proposer")
     args = p.parse_args(argv)
@@ -82,8 +82,7 @@ def main(argv: list[str] | None = None) -> dict:
     else:
         from ._common import synthetic_screen
 
-        w, h = (int(v) for v in args.size.lower().split("x"))
-        screen = synthetic_screen(0, (w, h))
+        screen = synthetic_screen(0, args.size)
     options = {"max_pixels": args.max_pixels} if args.max_pixels else {}
     adapter = get_adapter(args.family, **options)
     model_size = adapter.input_size(screen.size)
@@ -183,7 +182,9 @@ def main(argv: list[str] | None = None) -> dict:
                 round(len(url) / 1e6, 2),
                 f"{len(url) / ref_bytes:.2f}x",
                 "lossless" if fmt.startswith("png") else f"{psnr(back, resized):.1f}",
-                "lossless" if fmt.startswith("png") else f"{psnr(back.crop(text_box), resized.crop(text_box)):.1f}",
+                "lossless"
+                if fmt.startswith("png")
+                else f"{psnr(back.crop(text_box), resized.crop(text_box)):.1f}",
             ]
         )
     enc_rows.append(

@@ -54,7 +54,7 @@ def draw_landmarks(
     """
     if labels is not None and len(labels) != len(points):
         raise ValueError(f"{len(labels)} labels for {len(points)} points")
-    out = image.convert("RGB").copy()
+    out = image.copy() if image.mode == "RGB" else image.convert("RGB")  # convert() copies already
     if not points:
         return out
     draw = ImageDraw.Draw(out)

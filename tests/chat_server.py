@@ -164,7 +164,7 @@ class ChatServer:
     ``responder``: callable(request_json) -> Reply | str, or a fixed Reply or string (default:
     the text "ok"). ``latency``: seconds added before every chat reply. ``max_concurrency``:
     process at most this many chat requests at once (None: unbounded). ``model``: the id listed
-    by /v1/models.
+    by /v1/models. ``keep_bodies``: record every request JSON in ``stats.bodies``.
     """
 
     def __init__(
@@ -175,12 +175,16 @@ class ChatServer:
         max_concurrency: int | None = None,
         model: str = "test-model",
         host: str = "127.0.0.1",
+        keep_bodies: bool = True,
     ) -> None:
         if responder is None:
             responder = "ok"
         self._responder = responder
         self.latency = latency
         self.model = model
+        # Long benchmark runs send thousands of multi-MB requests: keep_bodies=False stops
+        # stats.bodies from holding them all.
+        self.keep_bodies = keep_bodies
         self.stats = ServerStats()
         self._script: collections.deque[Reply] = collections.deque()
         self._lock = threading.Lock()
@@ -347,7 +351,8 @@ class _Handler(BaseHTTPRequestHandler):
             st.chat_requests += 1
             st.in_flight += 1
             st.max_in_flight = max(st.max_in_flight, st.in_flight)
-            st.bodies.append(body)
+            if srv.keep_bodies:
+                st.bodies.append(body)
             st.auth_headers.append(self.headers.get("Authorization"))
         try:
             if srv._slots is not None:

@@ -1,0 +1,118 @@
+"""Critical path of a RegionFocus round through the real HTTP stack.
+
+The real adapter and OpenAIBackend talk to the local chat-completions server
+(tests/chat_server.py, in its own process) that waits a fixed latency L per call and answers in
+the family's own format, so every parse succeeds and the round runs in full: focal point ->
+4 candidates in parallel -> choice. Ideal wall time 3·L; the sequential reference code takes
+6·L. The static predict path (act, self-judge "no", then the round) is ideally 5·L (8·L
+sequentially). Each repeat uses a fresh copy of the screenshot, so no cache carries over
+between samples.
+
+    .venv/bin/python -m benchmarks.critical_path [--latency 0.5 --latency 1.0] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import time
+
+from regionfocus import Query, RegionFocus, RegionFocusAgent
+
+from ._common import ServerProcess, add_common_flags, load_screens, make_adapter, print_machine, print_table
+
+
+async def _measure(adapter, screens, repeats: int) -> dict[str, list[float]]:
+    rf = RegionFocus(adapter)
+    agent = RegionFocusAgent(adapter)
+    out: dict[str, list[float]] = {"round": [], "predict": [], "round_calls": [], "predict_calls": []}
+    for i in range(repeats):
+        shot = screens[i % len(screens)].copy()
+        t0 = time.perf_counter()
+        res = await rf.refine(shot, Query("open the export settings"))
+        out["round"].append(time.perf_counter() - t0)
+        out["round_calls"].append(len(res.calls))
+        if res.choice_method != "model" or any(c.error for c in res.calls):
+            raise RuntimeError(
+                f"round did not run in full: {res.choice_method}, {[c.error for c in res.calls]}"
+            )
+        shot = screens[i % len(screens)].copy()
+        t0 = time.perf_counter()
+        pred = await agent.predict(shot, "open the export settings")
+        out["predict"].append(time.perf_counter() - t0)
+        out["predict_calls"].append(len(pred.all_calls))
+        if pred.trigger != "self-judge" or not pred.rounds:
+            raise RuntimeError(f"predict did not refine: trigger={pred.trigger}")
+    return out
+
+
+def main(argv: list[str] | None = None) -> list[list]:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_common_flags(p)
+    p.add_argument("--latency", type=float, action="append", help="server latency L in s (repeatable)")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--screens", type=int, default=2, help="synthetic screens to cycle through")
+    p.add_argument("--warmup", type=int, default=1, help="untimed rounds first (imports, fonts, pools)")
+    args = p.parse_args(argv)
+    latencies = args.latency or [0.5, 1.0]
+
+    print_machine()
+    screens = load_screens(args.image, args.screens, args.size)
+    rows = []
+    for lat in latencies:
+        with ServerProcess(args.family, lat) as srv:
+            adapter = make_adapter(
+                args.family,
+                [srv.base_url],
+                image_format=args.format,
+                quality=args.quality,
+                max_pixels=args.max_pixels,
+            )
+
+            async def run(adapter=adapter):
+                if args.warmup:
+                    await _measure(adapter, screens, args.warmup)
+                res = await _measure(adapter, screens, args.repeats)
+                await adapter.backend.aclose()
+                return res
+
+            res = asyncio.run(run())
+        rnd, pred = statistics.median(res["round"]), statistics.median(res["predict"])
+        ms = adapter.input_size(screens[0].size)
+        label = f"{args.family} {ms[0]}x{ms[1]} {args.format}"
+        rows.append(
+            [
+                label,
+                "round",
+                lat,
+                res["round_calls"][0],
+                round(rnd, 3),
+                round(rnd / (3 * lat), 3),
+                round(rnd / (6 * lat), 3),
+                round(1000 * (rnd - 3 * lat)),
+            ]
+        )
+        rows.append(
+            [
+                label,
+                "predict",
+                lat,
+                res["predict_calls"][0],
+                round(pred, 3),
+                round(pred / (5 * lat), 3),
+                round(pred / (8 * lat), 3),
+                round(1000 * (pred - 5 * lat)),
+            ]
+        )
+    print_table(
+        f"Critical path through HTTP (median of {args.repeats}; ideal = 3·L round, 5·L predict; "
+        "sequential = 6·L, 8·L)",
+        ["setup", "path", "L s", "calls", "wall s", "/ ideal", "/ sequential", "overhead ms"],
+        rows,
+    )
+    return rows
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,271 @@
+"""Throughput of a ScreenSpot-Pro run at 1, 8, 32 and 64 samples in flight, and scale-out.
+
+Drives the real ScreenSpot-Pro runner (``screenspot_pro.runner.run_samples``: load the image,
+RegionFocusAgent.predict, append the record) over synthetic 3840x2160 samples (a handful of
+screens reused) against local chat-completions servers (tests/chat_server.py, each in its own
+process) with latency L per call and a concurrency limit of their own. Every sample makes 8 calls
+(act, judge -> "no", focal, 4 candidates, choice) on a critical path of 5·L, so
+
+    ideal samples/s = min(in_flight / (5·L), servers · server_concurrency / (8·L)).
+
+Each level runs in a fresh child process so its peak RSS (getrusage) is its own; "client CPU
+s/sample" is that process's CPU time per sample (a 2-core client saturates at about
+2 / that). benchmarks/scale_out.py calls :func:`run_level` with several servers.
+
+    .venv/bin/python -m benchmarks.throughput [--latency 0.2] [--in-flight 1 8 32 64]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing as mp
+import resource
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ._common import (
+    ServerProcess,
+    add_common_flags,
+    load_screens,
+    make_adapter,
+    peak_rss_mb,
+    print_machine,
+    print_table,
+)
+
+
+@dataclass
+class Level:
+    """One measured configuration."""
+
+    in_flight: int
+    servers: int
+    samples: int
+    seconds: float
+    errors: int
+    cpu_s: float
+    peak_rss_mb: float
+    server_max_active: list[int]
+
+    @property
+    def rate(self) -> float:
+        return self.samples / self.seconds
+
+
+def write_samples(root: Path, n: int, n_screens: int, images: list[str], size: tuple[int, int]) -> list:
+    """``n`` ScreenSpot-Pro samples over ``n_screens`` synthetic (or given) screenshots saved as
+    PNG under ``root``."""
+    from screenspot_pro.dataset import Sample
+
+    screens = load_screens(images, n_screens, size)
+    paths = []
+    for i, im in enumerate(screens):
+        path = root / f"screen_{i}.png"
+        im.save(path, compress_level=1)
+        paths.append((path, im.size))
+    samples = []
+    for i in range(n):
+        path, img_size = paths[i % len(paths)]
+        samples.append(
+            Sample(
+                id=f"bench_{i}",
+                task_filename="bench_windows",
+                img_filename=path.name,
+                image_path=path,
+                bbox=(100.0, 100.0, 180.0, 130.0),
+                img_size=img_size,
+                instruction=f"open item {i}",
+                language="en",
+                application="bench",
+                platform="windows",
+                group="Dev",
+                ui_type="text",
+            )
+        )
+    return samples
+
+
+def _level_child(conn, opts: dict[str, Any]) -> None:
+    """Child process: run ``opts["samples"]`` samples at ``opts["in_flight"]``; send a Level."""
+    from regionfocus import RegionFocusAgent
+    from screenspot_pro.runner import run_samples
+
+    with tempfile.TemporaryDirectory(prefix="rf-bench-") as tmp:
+        root = Path(tmp)
+        samples = write_samples(root, opts["samples"], opts["screens"], opts["images"], opts["size"])
+        adapter = make_adapter(
+            opts["family"],
+            opts["base_urls"],
+            image_format=opts["format"],
+            quality=opts["quality"],
+            max_in_flight=max(64, 8 * opts["in_flight"]),
+            max_pixels=opts["max_pixels"],
+        )
+        agent = RegionFocusAgent(adapter)
+
+        async def go():
+            # Warm-up outside the clock: client pools, fonts, imports.
+            await run_samples(samples[:1], agent, root / "warmup", concurrency=1, progress=False)
+            c0, t0 = time.process_time(), time.perf_counter()
+            recs = await run_samples(
+                samples, agent, root / "run", concurrency=opts["in_flight"], progress=False
+            )
+            seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+            await adapter.backend.aclose()
+            return recs, seconds, cpu
+
+        recs, seconds, cpu = asyncio.run(go())
+    errors = sum(r["status"] != "ok" for r in recs)
+    conn.send(
+        {
+            "samples": len(recs),
+            "seconds": seconds,
+            "errors": errors,
+            "cpu_s": cpu,
+            "peak_rss_mb": max(peak_rss_mb(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        }
+    )
+
+
+def run_level(
+    *,
+    family: str,
+    latency: float,
+    in_flight: int,
+    samples: int,
+    servers: int = 1,
+    server_concurrency: int | None = 64,
+    fmt: str = "png",
+    quality: int = 90,
+    max_pixels: int | None = None,
+    screens: int = 3,
+    images: list[str] | None = None,
+    size: tuple[int, int] = (3840, 2160),
+) -> Level:
+    """One run of ``samples`` samples with ``in_flight`` in flight against ``servers`` servers."""
+    procs = [ServerProcess(family, latency, server_concurrency) for _ in range(servers)]
+    for s in procs:
+        s.__enter__()
+    try:
+        opts = {
+            "family": family,
+            "base_urls": [s.base_url for s in procs],
+            "format": fmt,
+            "quality": quality,
+            "max_pixels": max_pixels,
+            "in_flight": in_flight,
+            "samples": samples,
+            "screens": screens,
+            "images": list(images or []),
+            "size": tuple(size),
+        }
+        ctx = mp.get_context("spawn")
+        parent, child = ctx.Pipe()
+        proc = ctx.Process(target=_level_child, args=(child, opts))
+        proc.start()
+        proc.join()
+        if not parent.poll(1):
+            raise RuntimeError(f"benchmark level failed (exit code {proc.exitcode}); see stderr")
+        res = parent.recv()
+    finally:
+        for s in procs:
+            s.__exit__(None, None, None)
+    return Level(
+        in_flight=in_flight,
+        servers=servers,
+        samples=res["samples"],
+        seconds=res["seconds"],
+        errors=res["errors"],
+        cpu_s=res["cpu_s"],
+        peak_rss_mb=res["peak_rss_mb"],
+        server_max_active=[s.stats.get("max_active", 0) for s in procs],
+    )
+
+
+def ideal_rate(in_flight: int, latency: float, servers: int, server_concurrency: int | None) -> float:
+    client = in_flight / (5 * latency)
+    if not server_concurrency:
+        return client
+    return min(client, servers * server_concurrency / (8 * latency))
+
+
+def level_row(lv: Level, latency: float, server_concurrency: int | None) -> list:
+    ideal = ideal_rate(lv.in_flight, latency, lv.servers, server_concurrency)
+    return [
+        lv.in_flight,
+        lv.servers,
+        lv.samples,
+        lv.errors,
+        round(lv.seconds, 1),
+        round(lv.rate, 2),
+        round(ideal, 2),
+        f"{100 * lv.rate / ideal:.0f} %",
+        round(lv.cpu_s / lv.samples, 3),
+        round(lv.peak_rss_mb),
+        ",".join(map(str, lv.server_max_active)),
+    ]
+
+
+HEADERS = [
+    "in flight",
+    "servers",
+    "samples",
+    "errors",
+    "wall s",
+    "samples/s",
+    "ideal",
+    "of ideal",
+    "client CPU s/sample",
+    "peak RSS MB",
+    "server max active",
+]
+
+
+def samples_for(in_flight: int, per_slot: int, cap: int) -> int:
+    """Enough samples that the pipeline is full most of the time, within ``cap``."""
+    return max(4, min(cap, per_slot * in_flight))
+
+
+def main(argv: list[str] | None = None) -> list[Level]:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_common_flags(p)
+    p.add_argument("--latency", type=float, default=0.2)
+    p.add_argument("--in-flight", type=int, nargs="+", default=[1, 8, 32, 64])
+    p.add_argument("--server-concurrency", type=int, default=64)
+    p.add_argument("--per-slot", type=int, default=4, help="samples per in-flight slot")
+    p.add_argument("--max-samples", type=int, default=256)
+    p.add_argument("--screens", type=int, default=3, help="distinct synthetic screens")
+    args = p.parse_args(argv)
+
+    print_machine()
+    levels = []
+    for c in args.in_flight:
+        lv = run_level(
+            family=args.family,
+            latency=args.latency,
+            in_flight=c,
+            samples=samples_for(c, args.per_slot, args.max_samples),
+            server_concurrency=args.server_concurrency,
+            fmt=args.format,
+            quality=args.quality,
+            max_pixels=args.max_pixels,
+            screens=args.screens,
+            images=args.image,
+            size=args.size,
+        )
+        levels.append(lv)
+        print(f"  in flight {c}: {lv.rate:.2f} samples/s", flush=True)
+    title = (
+        f"Throughput, {args.family} (max_pixels {args.max_pixels or 'default'}), {args.format}, "
+        f"L = {args.latency} s, server concurrency {args.server_concurrency}"
+    )
+    print_table(title, HEADERS, [level_row(lv, args.latency, args.server_concurrency) for lv in levels])
+    return levels
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,128 @@
+"""Smoke runs of every benchmark script at minimal sizes, so they keep working as the code
+they measure changes. They check that each script runs through the real stack and prints its
+table rows; they never check timings (a benchmark must not fail on a slow machine)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from benchmarks import critical_path, overhead, scale_out, throughput
+from benchmarks._common import family_reply, image_size_from_data_url, synthetic_screen
+
+
+def table_rows(out: str, title: str) -> list[list[str]]:
+    """The body rows of the Markdown table printed under ``### title...``."""
+    block = out.split(f"### {title}", 1)[1].split("\n\n", 2)[1]
+    lines = [ln for ln in block.splitlines() if ln.startswith("|")][2:]
+    return [[c.strip() for c in ln.strip("|").split("|")] for ln in lines]
+
+
+def test_family_responder_answers_what_each_adapter_parses():
+    from adapters.backends.encoding import encode_data_url
+    from adapters.registry import get_adapter
+
+    img = synthetic_screen(1, (560, 420))
+    url = encode_data_url(img, "jpeg", 90)
+    assert image_size_from_data_url(url) == (560, 420)
+    body = {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}}]}]}
+    for family in ("uitars-1.0", "uitars-1.5", "qwen2.5-vl", "qwen3-vl"):
+        adapter = get_adapter(family)
+        text = family_reply(
+            family,
+            {
+                **body,
+                "messages": [*body["messages"], {"role": "user", "content": "Find the most relevant point"}],
+            },
+        )
+        point = adapter.parse_point(text, 560, 420)
+        assert (
+            point is not None
+            and point.x == pytest.approx(0.43 * 560, abs=1)
+            and point.y == pytest.approx(0.37 * 420, abs=1)
+        )
+        assert "Verdict: NO" in family_reply(
+            family, {"messages": [{"role": "user", "content": "Verdict: YES"}]}
+        )
+
+
+def test_overhead_prints_every_stage_and_format(capsys):
+    overhead.main(["--size", "640x360", "--repeat", "1", "--formats", "png:90,jpeg:90"])
+    out = capsys.readouterr().out
+    stages = [r[0] for r in table_rows(out, "Stages of one round")]
+    assert "proposals: fixed ratios" in stages and any(s.startswith("view 3") for s in stages)
+    assert "adapter resize: view (snapped)" in stages
+    snapped = next(
+        r for r in table_rows(out, "Stages of one round") if r[0] == "adapter resize: view (snapped)"
+    )
+    assert snapped[4] == "already model size: identity"
+    formats = [r[0] for r in table_rows(out, "Encoding one")]
+    assert formats[0].startswith("png") and "jpeg q90" in formats and formats[-1] == "reference full-res PNG"
+    assert len(table_rows(out, "Round overhead")) == 3
+
+
+@pytest.mark.slow
+def test_critical_path_runs_a_full_round_over_http(capsys):
+    rows = critical_path.main(
+        [
+            "--size",
+            "560x420",
+            "--latency",
+            "0.05",
+            "--repeats",
+            "1",
+            "--screens",
+            "1",
+            "--family",
+            "uitars-1.5",
+        ]
+    )
+    out = capsys.readouterr().out
+    printed = table_rows(out, "Critical path through HTTP")
+    assert [r[1] for r in printed] == ["round", "predict"]
+    # focal + 4 candidates + choice; act + judge + the same round
+    assert [r[3] for r in rows] == [6, 8]
+    assert all(float(r[4]) > 0 for r in printed)
+
+
+@pytest.mark.slow
+def test_throughput_and_scale_out_print_their_rows(capsys):
+    throughput.main(
+        [
+            "--size",
+            "560x420",
+            "--latency",
+            "0.02",
+            "--in-flight",
+            "1",
+            "2",
+            "--per-slot",
+            "2",
+            "--screens",
+            "1",
+        ]
+    )
+    scale_out.main(
+        [
+            "--size",
+            "560x420",
+            "--latency",
+            "0.02",
+            "--servers",
+            "1",
+            "2",
+            "--samples-per-server",
+            "2",
+            "--screens",
+            "1",
+        ]
+    )
+    out = capsys.readouterr().out
+    rows = table_rows(out, "Throughput")
+    assert [r[0] for r in rows] == ["1", "2"]
+    assert all(r[3] == "0" for r in rows)  # no failed samples
+    assert all(int(r[9]) > 0 for r in rows)  # peak RSS reported
+    rows = table_rows(out, "Scale-out")
+    assert [r[1] for r in rows] == ["1", "2"] and all(r[3] == "0" for r in rows)
+    assert re.fullmatch(r"\d+\.\d\dx", rows[1][-1])
