@@ -359,10 +359,18 @@ async def _snapshot_tasks(context, root: Path, wanted: dict[str, list[str]], wor
 _WORD_CHAR = r"[0-9A-Za-z\u00C0-\uFFFF]"
 
 
-def _occurrences(text: str, units: list[str]) -> int:
-    """How often ``text`` occurs (case-insensitive, whole words) across visible text units."""
+def _occurrences(text: str, units: list[str] | str) -> int:
+    """How often ``text`` occurs (case-insensitive, whole words) across visible text units.
+
+    ``units`` may be pre-joined with ``_join_units`` (one scan instead of one per unit)."""
+    joined = units if isinstance(units, str) else _join_units(units)
     pattern = re.compile(rf"(?<!{_WORD_CHAR}){re.escape(text.lower())}(?!{_WORD_CHAR})")
-    return sum(len(pattern.findall(u.lower())) for u in units)
+    return len(pattern.findall(joined))
+
+
+def _join_units(units: list[str]) -> str:
+    # A newline is not a word character, so no match can span two units.
+    return "\n".join(u.lower() for u in units)
 
 
 def _int_box(b: list[float]) -> list[int]:
@@ -373,12 +381,12 @@ def _int_box(b: list[float]) -> list[int]:
     return [x1, y1, x2, y2]
 
 
-def _acceptable(c: dict, units: list[str]) -> bool:
+def _acceptable(c: dict, units: str) -> bool:
     text = c["text"]
     if not re.search(r"[A-Za-z]", text) or not 2 <= len(text) <= 40:
         return False
-    if c["ui_type"] == "text" and c["kind"] == "text" and len(text.split()) > 4:
-        return False
+    if c["kind"] == "text" and (len(text.split()) > 4 or not re.fullmatch(r"\w[\w '-]*\w", text)):
+        return False  # free text: keep short clean phrases, not sentence fragments
     if c["kind"] in ("tool", "swatch"):
         return True  # described by the icon's meaning, one of each per screen by construction
     return _occurrences(text, units) == 1
@@ -401,8 +409,9 @@ def _overlaps(a: list[int], b: list[int]) -> bool:
 def _unambiguous(cands: list[dict], units: list[str]) -> list[dict]:
     """Candidates whose instruction would name exactly one element, boxes made integer."""
     pool = []
+    joined = _join_units(units)
     for c in cands:
-        if _acceptable(c, units):
+        if _acceptable(c, joined):
             c = dict(c, bbox=_int_box(c["bbox"]))
             if c["bbox"][2] > c["bbox"][0] and c["bbox"][3] > c["bbox"][1]:
                 pool.append(c)
@@ -426,12 +435,17 @@ def _select_targets(pool: list[dict], rng: random.Random) -> list[dict]:
         used_texts.add(key)
         return True
 
+    kind_counts: Counter[str] = Counter()
     for bucket, quota in QUOTAS:
+        # Within a bucket, always prefer the least-chosen kind (buttons, links, tabs, labels...)
+        # so a screen full of checkbox lists does not yield only checkbox labels.
+        left = [c for c in pool if c["bucket"] == bucket]
         n = 0
-        for c in pool:
-            if n == quota or len(chosen) == TARGETS_PER_SCREEN:
-                break
-            if c["bucket"] == bucket and c not in chosen and take(c):
+        while left and n < quota and len(chosen) < TARGETS_PER_SCREEN:
+            c = min(left, key=lambda c: kind_counts[c["kind"]])  # first such in shuffled order
+            left.remove(c)
+            if take(c):
+                kind_counts[c["kind"]] += 1
                 n += 1
     for c in pool:
         if len(chosen) == TARGETS_PER_SCREEN:
@@ -667,6 +681,28 @@ def default_cache_root() -> Path:
     return Path(base) / "regionfocus" / "screenspot-builtin-v1"
 
 
+def _builtin_target(cache_dir, params: BuildParams) -> Path:
+    root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_root()
+    return root / f"v{BUILD_VERSION}-{params.key()}"
+
+
+async def builtin_dataset_dir_async(
+    cache_dir: str | os.PathLike[str] | None = None,
+    *,
+    n_screens: int = DEFAULT_SCREENS,
+    seed: int = 0,
+    browser_path: str = DEFAULT_BROWSER,
+) -> Path:
+    """``builtin_dataset_dir`` for callers already inside an event loop."""
+    params = BuildParams(n_screens=n_screens, seed=seed)
+    target = _builtin_target(cache_dir, params)
+    if is_complete(target, params):
+        return target.resolve()
+    return await build_sample_async(
+        target, n_screens=n_screens, seed=seed, browser_path=browser_path, force=True
+    )
+
+
 def builtin_dataset_dir(
     cache_dir: str | os.PathLike[str] | None = None,
     *,
@@ -675,10 +711,10 @@ def builtin_dataset_dir(
     browser_path: str = DEFAULT_BROWSER,
 ) -> Path:
     """The built-in dataset, built on first use under ``cache_dir`` (default
-    ``default_cache_root()``) in a folder named by the build parameters' hash, then reused."""
-    root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_root()
+    ``default_cache_root()``) in a folder named by the build parameters' hash, then reused.
+    A folder without a matching ``manifest.json`` (e.g. from an older version) is rebuilt."""
     params = BuildParams(n_screens=n_screens, seed=seed)
-    target = root / f"v{BUILD_VERSION}-{params.key()}"
+    target = _builtin_target(cache_dir, params)
     if is_complete(target, params):
         return target.resolve()
     return build_sample(target, n_screens=n_screens, seed=seed, browser_path=browser_path, force=True)

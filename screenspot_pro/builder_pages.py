@@ -64,7 +64,7 @@ THEMES: tuple[Theme, ...] = (
         ("File", "Home", "Insert", "Page Layout", "Formulas", "Data", "Review", "View", "Automate"),
         "NAVIGATOR", "FORMAT CELLS", ("Sheet Data", "Pivot", "Queries", "Comments"), "cells",
         ("Ready", "Accessibility: Good to go", "Average: 41.5", "Count: 12", "Sum: 498", "100%"),
-        "#f3f3f3", "#ffffff", "#217346", "#222222", "#217346", "#e9e9e9",
+        "#f3f3f3", "#ffffff", "#dce6df", "#222222", "#217346", "#e9e9e9",
     ),
     Theme(
         "pixelsmith", "windows", "Creative", "PixelSmith", "xcf",
@@ -281,6 +281,9 @@ def _sidebar_items(theme: Theme, words: Words, rng: random.Random, n: int) -> li
             "Antialiasing",
             "Feather edges",
         ]
+        opts += [
+            f"{w.strip(',').capitalize()} preset" for w in _distinct(rng, words.lorem, max(0, n - len(opts)))
+        ]
         return [(0 if i % 5 == 0 else 1, o) for i, o in enumerate(opts[:n])]
     if theme.application == "labstat":
         ext = (".m", ".mat", ".csv", ".fig", ".mlx")
@@ -394,8 +397,13 @@ def _bottom_body(theme: Theme, words: Words, rng: random.Random) -> str:
                 f'<span class="swatch" data-rf="icon" data-rf-kind="swatch" data-rf-label="{_e(color)}" '
                 f'style="background:{_e(color)}"></span>'
             )
-        brushes = " · ".join(f"{w.strip(',')} {rng.randint(5, 200)}" for w in _distinct(rng, words.lorem, 10))
-        return f'<div class="palette">{"".join(swatches)}</div><div class="code">{_e(brushes)}</div>'
+        lines = []
+        for _ in range(8):
+            lines.append(
+                "  ·  ".join(f"{w.strip(',')} {rng.randint(5, 200)}" for w in _distinct(rng, words.lorem, 9))
+            )
+        brushes = "".join(f'<div class="code">{_e(line)}</div>' for line in lines)
+        return f'<div class="palette">{"".join(swatches)}</div>{brushes}'
     if theme.bottom_kind == "console":
         out = []
         for _ in range(13):
