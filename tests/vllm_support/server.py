@@ -193,7 +193,8 @@ class VllmServer:
         return log_tail(self.log_path, lines)
 
     def stop(self, grace_s: float = 20.0) -> None:
-        """Terminate the whole process group, then kill it. Idempotent; safe at exit."""
+        """Terminate the whole process group, then kill it (a server still starting up may
+        ignore SIGTERM). Idempotent; safe at exit."""
         if self._stopped:
             return
         self._stopped = True
@@ -211,13 +212,15 @@ class VllmServer:
 
 
 def _die_with_parent() -> None:
-    """Runs in the child before exec: ask Linux to SIGTERM it when the test process dies, so a
-    test run killed without cleanup (SIGKILL, a CI timeout) does not leave a server behind."""
+    """Runs in the child before exec: ask Linux to SIGKILL it when the test process dies, so a
+    test run killed without cleanup (SIGKILL, a CI timeout) does not leave a server behind.
+    SIGKILL, not SIGTERM: during start-up vLLM's API server can hang on SIGTERM, while on its
+    death the engine processes exit by themselves (they watch their parent)."""
     import ctypes
 
     PR_SET_PDEATHSIG = 1
     try:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     except (OSError, AttributeError):
         pass
 
