@@ -18,7 +18,6 @@ import os
 import platform
 import random
 import resource
-import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -79,9 +78,10 @@ def _fmt(v: Any) -> str:
 
 @dataclass
 class Timing:
-    """Median wall and CPU milliseconds over ``n`` runs. CPU is process CPU time, which on a
-    shared machine is a steadier measure of the work than wall time (other processes inflate
-    wall time; multi-threaded code can make CPU exceed wall)."""
+    """Best (minimum) wall and CPU milliseconds over ``n`` runs: the least disturbed run, the
+    usual choice for micro-benchmarks on a shared machine (other processes only ever add
+    time). CPU is process CPU time, steadier than wall time when the machine is loaded;
+    multi-threaded code (OpenCV) can make CPU exceed wall."""
 
     wall_ms: float
     cpu_ms: float
@@ -95,7 +95,7 @@ def timeit(fn: Callable[[], Any], repeat: int = 3) -> tuple[Timing, Any]:
         out = fn()
         walls.append((time.perf_counter() - t0) * 1000)
         cpus.append((time.process_time() - c0) * 1000)
-    return Timing(statistics.median(walls), statistics.median(cpus), len(walls)), out
+    return Timing(min(walls), min(cpus), len(walls)), out
 
 
 def peak_rss_mb() -> float:

@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--family", default="qwen2.5-vl")
     p.add_argument("--max-pixels", type=int, default=None)
-    p.add_argument("--repeat", type=int, default=3, help="runs per stage (median reported)")
+    p.add_argument("--repeat", type=int, default=3, help="runs per stage (best reported)")
     p.add_argument("--image", action="append", default=[], help="a real screenshot instead of synthetic")
     p.add_argument("--size", type=parse_size, default=(3840, 2160), help="synthetic screen size WxH")
     p.add_argument("--formats", default=",".join(f"{f}:{q}" for f, q in FORMATS), help="fmt:quality,...")
@@ -200,7 +200,7 @@ def main(argv: list[str] | None = None) -> dict:
     )
 
     print_table(
-        f"Stages of one round ({args.family}, model size {model_size[0]}x{model_size[1]}; median of {r})",
+        f"Stages of one round ({args.family}, model size {model_size[0]}x{model_size[1]}; best of {r})",
         ["stage", "wall ms", "CPU ms", "per round", "note"],
         rows,
     )
