@@ -219,8 +219,15 @@ def cmd_report(argv: list[str]) -> int:
     )
     p.add_argument("run_dir", metavar="RUN_DIR")
     p.add_argument("--thumb-width", type=int, default=1200, help="width of the report's screenshots (px)")
+    p.add_argument(
+        "--max-images",
+        type=int,
+        default=400,
+        metavar="N",
+        help="samples whose screenshots report.html embeds (errors and flips first; default 400)",
+    )
     args = p.parse_args(argv)
-    write_reports(args.run_dir, thumb_width=args.thumb_width)
+    write_reports(args.run_dir, thumb_width=args.thumb_width, max_images=args.max_images)
     print(table_for_run(args.run_dir))
     return 0
 

@@ -240,7 +240,11 @@ def _counts(c: dict[str, int]) -> str:
 
 # ----------------------------------------------------------------------------- writing
 def write_reports(
-    run_dir: str | Path, *, n_selected: int | None = None, thumb_width: int = 1200
+    run_dir: str | Path,
+    *,
+    n_selected: int | None = None,
+    thumb_width: int = 1200,
+    max_images: int | None = 400,
 ) -> list[dict[str, Any]]:
     """(Re)write results.json, results_baseline.json, summary.md and report.html from the
     folder alone, each atomically. Returns the records in dataset order."""
@@ -250,7 +254,9 @@ def write_reports(
     atomic_write_json(run_dir / "results.json", evaluate(details_for(records, "final")))
     atomic_write_json(run_dir / "results_baseline.json", evaluate(details_for(records, "baseline")))
     atomic_write_text(run_dir / "summary.md", summary_markdown(records, config, n_selected))
-    atomic_write_text(run_dir / "report.html", html_report(records, config, thumb_width=thumb_width))
+    atomic_write_text(
+        run_dir / "report.html", html_report(records, config, thumb_width=thumb_width, max_images=max_images)
+    )
     return records
 
 
@@ -442,7 +448,7 @@ def _fmt_point(p: Sequence[float] | None) -> str:
     return "none" if not p else f"({p[0]:.0f}, {p[1]:.0f})"
 
 
-def _sample_card(rec: dict[str, Any], images: tuple[str, str] | None) -> str:
+def _sample_card(rec: dict[str, Any], images: tuple[str, str] | str | None) -> str:
     s = rec["sample"]
     oc = outcome(rec)
     trace = rec.get("trace") or {}
@@ -464,12 +470,15 @@ def _sample_card(rec: dict[str, Any], images: tuple[str, str] | None) -> str:
         f"({_e(rnd.get('choice_method'))})</li>"
         for i, rnd in enumerate(rounds)
     )
-    imgs = (
-        f'<img loading="lazy" class="overview" src="{images[0]}" alt="screenshot with overlays">'
-        f'<img loading="lazy" class="crop" src="{images[1]}" alt="region around the target">'
-        if images
-        else f"<p class=err>screenshot not available: {_e(s['img_path'])}</p>"
-    )
+    if images == _OMITTED:
+        imgs = "<p class=meta>screenshot omitted to keep this page small</p>"
+    elif images:
+        imgs = (
+            f'<img loading="lazy" class="overview" src="{images[0]}" alt="screenshot with overlays">'
+            f'<img loading="lazy" class="crop" src="{images[1]}" alt="region around the target">'
+        )
+    else:
+        imgs = f"<p class=err>screenshot not available: {_e(s['img_path'])}</p>"
     err = f"<p class=err>error: {_e(rec.get('error'))}</p>" if rec["status"] != "ok" else ""
     return (
         f'<section class="card" data-group="{_e(s["group"])}" data-app="{_e(s["application"])}" '
@@ -538,13 +547,39 @@ def _html_table(rows: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> str:
     return f"<table>{head1}{head2}{body}</table>"
 
 
-def html_report(records: Sequence[dict[str, Any]], config: dict[str, Any], *, thumb_width: int = 1200) -> str:
+_OMITTED = "omitted"
+# Outcomes in the order their screenshots are worth the bytes when a report must leave some out.
+_IMAGE_PRIORITY = ("error", "right→wrong", "wrong→right", "wrong→wrong", "right→right")
+
+
+def images_for(records: Sequence[dict[str, Any]], max_images: int | None) -> set[str]:
+    """Ids of the samples whose screenshots the report embeds: all of them up to
+    ``max_images`` (None: no limit), else errors and flips first, then the rest, each in
+    dataset order. Every image costs ~100-150 kB, and a full ScreenSpot-Pro run has 1,581."""
+    if max_images is None or len(records) <= max_images:
+        return {r["id"] for r in records}
+    ranked = sorted(records, key=lambda r: _IMAGE_PRIORITY.index(outcome(r)))
+    return {r["id"] for r in ranked[: max(0, max_images)]}
+
+
+def html_report(
+    records: Sequence[dict[str, Any]],
+    config: dict[str, Any],
+    *,
+    thumb_width: int = 1200,
+    max_images: int | None = 400,
+) -> str:
     """One self-contained HTML page (inline CSS, JS and JPEG data URLs). Every string that came
-    from a model or the dataset goes through ``html.escape``."""
+    from a model or the dataset goes through ``html.escape``. At most ``max_images`` samples
+    carry screenshots (see :func:`images_for`), so the page stays a reasonable size."""
     enabled = config.get("identity", {}).get("regionfocus_enabled", True)
     rows = [(label, details_for(records, row)) for row, label in ROWS if enabled or row == "baseline"]
     cache = _ImageCache(thumb_width)
-    cards = "".join(_sample_card(r, sample_images(r, cache)) for r in records)
+    shown = images_for(records, max_images)
+    cards = "".join(
+        _sample_card(r, sample_images(r, cache) if r["id"] in shown else _OMITTED) for r in records
+    )
+    omitted = len(records) - len(shown)
     groups = sorted({r["sample"]["group"] for r in records})
     apps = sorted({r["sample"]["application"] for r in records})
     outcomes = ["wrong→right", "right→wrong", "right→right", "wrong→wrong", "error"]
@@ -557,7 +592,14 @@ def html_report(records: Sequence[dict[str, Any]], config: dict[str, Any], *, th
     return (
         "<!doctype html><html><head><meta charset=utf-8><title>ScreenSpot-Pro run</title>"
         f"<style>{_CSS}</style></head><body><h1>ScreenSpot-Pro run</h1>"
-        f"<p>{len(records)} samples. Accuracy in %.</p>{_html_table(rows)}"
+        f"<p>{len(records)} samples. Accuracy in %."
+        + (
+            f" Screenshots embedded for {len(records) - omitted} samples (errors and flips first); "
+            "`regionfocus screenspot-pro report RUN_DIR --max-images N` embeds more."
+            if omitted
+            else ""
+        )
+        + f"</p>{_html_table(rows)}"
         f"<h2>Samples</h2>{legend}<p>"
         + _select("f-group", "group", groups)
         + _select("f-app", "application", apps)

@@ -124,7 +124,11 @@ class _Progress:
         self.base = sum(r["baseline"]["correctness"] == CORRECT for r in done)
         self.final = sum(r["final"]["correctness"] == CORRECT for r in done)
         self.bar = tqdm(
-            total=total, initial=self.n, desc="screenspot-pro", unit="sample", disable=enabled is False
+            total=total,
+            initial=self.n,
+            desc="screenspot-pro",
+            unit="sample",
+            disable=None if enabled is None else not enabled,  # None: only on a terminal
         )
         self._postfix()
 

@@ -146,6 +146,19 @@ def test_report_regenerated_from_records_alone(rf_run: Path, tmp_path: Path):
     assert (run / "report.html").exists()
 
 
+def test_report_embeds_flips_and_errors_first_when_capped(rf_run: Path, tmp_path: Path):
+    run = tmp_path / "capped"
+    run.mkdir()
+    (run / "records.jsonl").write_bytes((rf_run / "records.jsonl").read_bytes())
+    write_reports(run, max_images=5)
+    page = (run / "report.html").read_text()
+    assert page.count("data:image/jpeg;base64,") == 10
+    assert page.count("screenshot omitted") == 4
+    cards = page.split('<section class="card"')[1:]
+    with_images = {c.split('data-outcome="')[1].split('"')[0] for c in cards if "base64" in c}
+    assert with_images == {"error", "right→wrong", "wrong→right"}  # 1 + 1 + 3: all flips and errors
+
+
 def test_report_without_screenshots_says_so(rf_run: Path, tmp_path: Path):
     run = tmp_path / "moved"
     run.mkdir()
