@@ -101,8 +101,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=None,
         metavar="Z",
-        help="CSS zoom of the 160x210 px MiniWoB++ task (default 1.0: small in a large screen, as the "
-        "agent's pixel budget makes it hard to read)",
+        help="CSS zoom of the 160x210 px MiniWoB++ task (default 1.25: visible, yet small in a large screen, "
+        "so an agent's ~1 MP pixel budget makes its text hard to read)",
     )
     g.add_argument(
         "--browser", metavar="PATH", help="Chromium executable (default Debian's /usr/lib/chromium/chromium)"
@@ -113,6 +113,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="D",
         help="only navigate to this domain and its subdomains (repeatable; default: any http(s) site)",
+    )
+    g.add_argument(
+        "--dialogs",
+        choices=("accept", "dismiss"),
+        default="accept",
+        help="what to do with JavaScript alert/confirm/prompt dialogs (always recorded; default accept)",
     )
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
     g.add_argument("-v", "--verbose", action="store_true", help="log each task's problems")
@@ -192,6 +198,7 @@ def run_main(argv: list[str]) -> int:
         "concurrency": args.concurrency,
         "browser": browser.executable or "playwright-bundled",
         "allow_domains": list(args.allow_domain),
+        "dialogs": args.dialogs,
         "temperature": args.temperature,
         "regionfocus_version": __version__,
     }
@@ -208,6 +215,7 @@ def run_main(argv: list[str]) -> int:
         task_zoom=task_zoom,
         allow_domains=tuple(args.allow_domain),
         progress=not args.no_progress,
+        env_overrides={"dialogs": args.dialogs},
     )
 
     async def go() -> None:

@@ -24,22 +24,22 @@ from pathlib import Path
 from .browser import BrowserEnv
 from .tasks import WebTask
 
-# Click- and type-driven tasks a point-and-type agent can attempt, each checked here with the
-# OCR agent and a DOM oracle. Drag, draw, slider and colour tasks are left out (design notes §8).
+# Single-click tasks named by visible text, which the built-in OCR agent can solve when it reads
+# the text (checked with it, with and without RegionFocus). Multi-step click/type tasks that a
+# VLM can do (click-option, enter-text, focus-text, login-user, click-collapsible, choose-list)
+# are left to `miniwob:...` lists: the OCR agent repeats one instruction and cannot finish them.
+# Drag, draw, slider and colour tasks suit neither (design notes §8).
 DEFAULT_TASKS = (
     "click-button",
     "click-link",
+    "click-dialog",
     "click-dialog-2",
     "click-tab",
     "click-test-2",
-    "click-option",
-    "enter-text",
-    "focus-text",
-    "login-user",
     "navigate-tree",
 )
 DEFAULT_EPISODE_MS = 600_000  # ten minutes: a VLM step can take many seconds
-DEFAULT_ZOOM = 2.0
+DEFAULT_ZOOM = 1.25  # 200x262 px in a 1440x1440 screen: text ~12 px, ~8 px at a 1 MP budget
 
 _SETUP_SCRIPT = """([seed, maxMs, zoom]) => {
   const style = document.createElement('style');
