@@ -135,7 +135,14 @@ def _resolve_data(arg: str) -> Path:
     print(
         "built-in data: rendered with Chromium on first use (a minute or two), then cached", file=sys.stderr
     )
-    return _builder().builtin_dataset_dir()
+    builder = _builder()
+    try:
+        return builder.builtin_dataset_dir()
+    except Exception as e:  # noqa: BLE001 - a browser that will not start is an environment problem
+        raise ValueError(
+            f"could not build the built-in data set ({type(e).__name__}: {e}); "
+            "it needs Chromium at /usr/lib/chromium/chromium (scripts/setup.sh installs it)"
+        ) from None
 
 
 def _builder():

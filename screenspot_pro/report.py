@@ -275,12 +275,14 @@ def compare_runs(run_a: str | Path, run_b: str | Path) -> str:
     ids = [{r["id"] for r in rs} for rs in recs]
     common = ids[0] & ids[1]
     note = ""
-    if ids[0] != ids[1]:
+    if ids[0] != ids[1] and common:
         note = (
             f"note: the runs cover different samples ({len(ids[0])} and {len(ids[1])}); "
             f"compared on the {len(common)} they share\n"
         )
         recs = [[r for r in rs if r["id"] in common] for rs in recs]
+    elif ids[0] != ids[1]:
+        note = "note: the runs share no sample; each is scored on its own samples\n"
     names = ["A", "B"]
     cols: list[tuple[str, list[dict[str, Any]]]] = []
     for name, rd, rs in zip(names, (run_a, run_b), recs, strict=True):
@@ -306,7 +308,12 @@ def compare_runs(run_a: str | Path, run_b: str | Path) -> str:
     ]
     for name, keep in slices:
         cells = [_pct([d for d in ds if keep(d)]) for _, ds in cols]
-        n = sum(1 for d in cols[0][1] if keep(d)) if cols else 0
+        ns = {sum(1 for d in ds if keep(d)) for _, ds in cols}
+        n = (
+            str(ns.pop())
+            if len(ns) == 1
+            else "/".join(str(sum(1 for d in ds if keep(d))) for _, ds in cols[::2])
+        )
         out.append(f"{name:<{w}} " + " ".join(f"{c:>{cw}}" for c in cells) + f" {n:>6}")
     return "\n".join(line for line in out if line != "") + "\n"
 
