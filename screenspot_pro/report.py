@@ -290,6 +290,7 @@ def compare_runs(run_a: str | Path, run_b: str | Path) -> str:
             if row == "final" and not regionfocus_enabled(rd):
                 continue
             cols.append((f"{name} {'base' if row == 'baseline' else '+RF'}", details_for(rs, row)))
+    per_run = [details_for(rs, "baseline") for rs in recs]
     groups = [
         g for g in _groups_of(*(d for _, d in cols)) if any(d["group"] == g for _, ds in cols for d in ds)
     ]
@@ -308,12 +309,8 @@ def compare_runs(run_a: str | Path, run_b: str | Path) -> str:
     ]
     for name, keep in slices:
         cells = [_pct([d for d in ds if keep(d)]) for _, ds in cols]
-        ns = {sum(1 for d in ds if keep(d)) for _, ds in cols}
-        n = (
-            str(ns.pop())
-            if len(ns) == 1
-            else "/".join(str(sum(1 for d in ds if keep(d))) for _, ds in cols[::2])
-        )
+        counts = [sum(1 for d in ds if keep(d)) for ds in per_run]
+        n = str(counts[0]) if counts[0] == counts[1] else f"{counts[0]}/{counts[1]}"
         out.append(f"{name:<{w}} " + " ".join(f"{c:>{cw}}" for c in cells) + f" {n:>6}")
     return "\n".join(line for line in out if line != "") + "\n"
 
