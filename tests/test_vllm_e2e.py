@@ -127,9 +127,16 @@ async def test_regionfocus_round_records_every_call(vllm_server, backend):
     )
     for c in result.calls:
         assert c.error is None and c.prompt_tokens and c.completion_tokens, c
-    # Random text: a candidate exists only where the adapter could parse the view's answer, and
-    # the outcome names how the choice was made.
-    assert len(result.candidates) <= n_views
+    # Random text: a candidate exists exactly for the views whose answer the adapter can parse
+    # (an unparsable answer is a recorded call with no action), and the outcome names how the
+    # choice was made.
+    texts = {c.kind: c.text for c in result.calls}
+    parsed = {
+        i
+        for i in range(n_views)
+        if model.parse_action(texts[f"candidate[{i}]"], *result.views[i]["size"]) is not None
+    }
+    assert {v for cand in result.candidates for v in cand.views} == parsed
     for cand in result.candidates:
         p = cand.action.point
         assert p is None or (0 <= p.x <= shot.width and 0 <= p.y <= shot.height)
