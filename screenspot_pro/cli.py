@@ -181,6 +181,7 @@ def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
     if not samples:
         raise ValueError(f"no samples in {data_dir} match the filters (task/group/app/ui-type)")
     out = Path(args.out or f"runs/screenspot-pro-{args.agent}")
+    owned = model is None  # a model the caller passed in is the caller's to close
     if model is None:
         model = build_model(args, concurrency=args.concurrency)
     invocation = {
@@ -191,9 +192,10 @@ def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
         "n_selected": len(samples),
     }
     print(f"{len(samples)} samples from {data_dir} -> {out}", file=sys.stderr)
-    try:
-        asyncio.run(
-            run_screenspot(
+
+    async def run_then_close() -> None:
+        try:
+            await run_screenspot(
                 samples,
                 model,
                 config,
@@ -205,17 +207,25 @@ def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
                 progress=False if args.no_progress else None,
                 retry_errors=args.retry_errors,
             )
-        )
-    finally:
-        close = getattr(model, "aclose", None)
-        if close is not None:
-            try:
-                asyncio.run(close())
-            except Exception:  # noqa: BLE001 - closing connections must not hide the real outcome
-                pass
+        finally:
+            if owned:
+                await _close(model)
+
+    asyncio.run(run_then_close())
     print(table_for_run(out))
     print(f"\nresults: {out}/results.json, {out}/summary.md, {out}/report.html")
     return 0
+
+
+async def _close(model: GroundingModel) -> None:
+    """Close the model's connections (HTTP clients) in the loop that opened them."""
+    close = getattr(model, "aclose", None) or getattr(getattr(model, "backend", None), "aclose", None)
+    if close is None:
+        return
+    try:
+        await close()
+    except Exception:  # noqa: BLE001 - closing must not hide the run's real outcome
+        pass
 
 
 def cmd_report(argv: list[str]) -> int:
