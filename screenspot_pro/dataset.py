@@ -128,7 +128,7 @@ def load_dataset(root: str | Path, selection: Selection | None = None) -> list[S
     Every record of the selected files is validated (not only the filtered ones), so a filter
     never hides a broken file. Raises :class:`DatasetError` listing every problem found.
     """
-    root = Path(root)
+    root = Path(root).expanduser().resolve()  # records keep absolute image paths for reports
     sel = selection or Selection()
     if sel.language not in LANGUAGES:
         raise ValueError(f"language must be one of {', '.join(LANGUAGES)}, got {sel.language!r}")

@@ -176,8 +176,8 @@ async def run_samples(
     }
     pending = [s for s in samples if s.id not in done]
     sem = asyncio.Semaphore(concurrency)
-    bar = _Progress(len(samples), list(done.values()), progress)
     log = RecordLog(path)
+    bar = _Progress(len(samples), list(done.values()), progress)
 
     async def worker(sample: Sample) -> None:
         async with sem:
