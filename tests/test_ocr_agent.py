@@ -264,3 +264,29 @@ def test_regionfocus_finds_the_tiny_target_the_baseline_misses(screen):
     assert result.baseline is None or not box.contains(result.baseline.point)
     assert result.trigger in ("no-action", "self-judge")
     assert result.final is not None and box.contains(result.final.point), [c.text for c in result.all_calls]
+
+
+# ---------------------------------------------------------------- measurement (not a test)
+
+
+def _measure(seeds: int = 4, sizes: tuple[int, ...] = (7, 8, 10, 12)) -> None:
+    """Baseline vs RegionFocus on tiny panel labels: ``python -m tests.test_ocr_agent``."""
+    import time
+
+    for px in sizes:
+        base = final = 0
+        t0 = time.perf_counter()
+        for seed in range(seeds):
+            s = render_app(seed=seed, tiny_px=px)
+            target = random.Random(100 + seed).choice(s.tiny)
+            r = run(RegionFocusAgent(OcrAgent()).predict(s.image, f'click "{target}"'))
+            base += r.baseline is not None and s.labels[target].contains(r.baseline.point)
+            final += r.final is not None and s.labels[target].contains(r.final.point)
+        wall = (time.perf_counter() - t0) / seeds
+        print(
+            f"{px:2d} px labels: baseline {base}/{seeds}, +RegionFocus {final}/{seeds}, {wall:.1f} s/sample"
+        )
+
+
+if __name__ == "__main__":
+    _measure()
