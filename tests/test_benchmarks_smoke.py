@@ -95,7 +95,6 @@ def test_throughput_and_scale_out_print_their_rows(capsys):
             "--latency",
             "0.02",
             "--in-flight",
-            "1",
             "2",
             "--per-slot",
             "2",
@@ -120,7 +119,7 @@ def test_throughput_and_scale_out_print_their_rows(capsys):
     )
     out = capsys.readouterr().out
     rows = table_rows(out, "Throughput")
-    assert [r[0] for r in rows] == ["1", "2"]
+    assert [(r[0], r[2]) for r in rows] == [("2", "4")]  # 2 in flight, 2 per slot
     assert all(r[3] == "0" for r in rows)  # no failed samples
     assert all(int(r[9]) > 0 for r in rows)  # peak RSS reported
     rows = table_rows(out, "Scale-out")
