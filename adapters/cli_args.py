@@ -58,6 +58,16 @@ def add_agent_arguments(parser: argparse.ArgumentParser, default_agent: str = "o
         help="sampling temperature, sent explicitly (default 0, greedy)",
     )
     g.add_argument(
+        "--image-format",
+        choices=("png", "jpeg", "webp"),
+        default="png",
+        help="how screenshots travel over HTTP (default png: lossless; jpeg costs ~1/5 the client CPU, "
+        "see BENCHMARKS.md)",
+    )
+    g.add_argument(
+        "--image-quality", type=int, default=95, metavar="Q", help="jpeg/webp quality (default 95)"
+    )
+    g.add_argument(
         "--ocr-budget",
         type=int,
         default=None,
@@ -97,5 +107,7 @@ def build_model(args: argparse.Namespace, concurrency: int = 1) -> GroundingMode
             api_key_env=args.api_key_env,
             timeout=args.timeout,
             max_in_flight=args.max_in_flight or max(8, concurrency * 6),
+            image_format=args.image_format,
+            image_quality=args.image_quality,
         )
     return get_adapter(args.agent, backend=backend, temperature=args.temperature)
