@@ -31,7 +31,15 @@ from regionfocus.geometry import Box, Point, box_around
 from regionfocus.landmarks import STAR_FILL, star_radius
 from regionfocus.model import ModelReply, Option, Query, Usage, Verdict
 
-from .ocr_text import Match, ParsedInstruction, TextLine, best_matches, parse_instruction, token_overlap
+from .ocr_text import (
+    Match,
+    ParsedInstruction,
+    TextLine,
+    best_matches,
+    echo_lines,
+    parse_instruction,
+    token_overlap,
+)
 
 DEFAULT_BUDGET = 1_000_000  # px; about what a 7B VLM sees of a screenshot (~1280x768)
 
@@ -279,6 +287,15 @@ class OcrAgent:
     def _readable(self, seen: Seen) -> list[TextLine]:
         return [ln for ln in seen.lines if ln.conf >= self.min_conf]
 
+    def _candidates(
+        self, seen: Seen, instruction: str, parsed: ParsedInstruction
+    ) -> tuple[list[TextLine], int]:
+        """Readable lines that may hold the target: lines echoing the instruction itself are left
+        out (``ocr_text.echo_lines``); also returns how many were."""
+        readable = self._readable(seen)
+        echo = echo_lines(instruction, parsed, readable)
+        return [ln for i, ln in enumerate(readable) if i not in echo], len(echo)
+
     # ------------------------------------------------------------------ protocol
     async def act(self, image: Image.Image, query: Query, *, zoomed: bool = False) -> ModelReply:
         """The best match's centre as a click (or a typed value for enter/type instructions);
@@ -292,12 +309,14 @@ class OcrAgent:
             return self._reply(f"type({parsed.value!r}) (no field named)", t0, usage, action=action)
         if not parsed.target:
             return self._reply(f"no target phrase in instruction {query.instruction!r}", t0, usage)
-        matches = best_matches(parsed, self._readable(seen))
+        lines, echoes = self._candidates(seen, query.instruction, parsed)
+        matches = best_matches(parsed, lines)
         best = matches[0] if matches else None
         if best is None or best.score < self.act_threshold:
             near = f'; best "{best.text}" score={best.score:.2f}' if best else ""
+            skipped = f"; {echoes} echoing the instruction ignored" if echoes else ""
             return self._reply(
-                f'no text matching "{parsed.target}" (read {len(seen.lines)} lines{near})', t0, usage
+                f'no text matching "{parsed.target}" (read {len(seen.lines)} lines{near}{skipped})', t0, usage
             )
         point = seen.to_image(best.box.center)
         extras = {
@@ -320,7 +339,7 @@ class OcrAgent:
         t0 = time.perf_counter()
         parsed = parse_instruction(query.instruction)
         seen = await self._look(image, avoid if avoid_on_image else ())
-        point, why = self._evidence(seen, parsed, list(avoid))
+        point, why = self._evidence(seen, query.instruction, parsed, list(avoid))
         return self._reply(
             f"focus({point.x:.0f},{point.y:.0f}) {why}", t0, Usage(endpoint="ocr"), point=point
         )
@@ -331,7 +350,7 @@ class OcrAgent:
         t0 = time.perf_counter()
         parsed = parse_instruction(query.instruction)
         seen = await self._look(image, [point])
-        m, here = self._evidence_at(seen, parsed, point)
+        m, here = self._evidence_at(seen, query.instruction, parsed, point)
         usage = Usage(endpoint="ocr")
         if m is not None and m.score >= self.judge_threshold:
             return self._reply(
@@ -356,7 +375,7 @@ class OcrAgent:
         for o in sorted(options, key=lambda o: o.number):
             a = o.action
             if a.point is not None:
-                m, _ = self._evidence_at(seen, parsed, a.point)
+                m, _ = self._evidence_at(seen, query.instruction, parsed, a.point)
                 s = m.score if m else 0.0
             else:
                 # A pointless typed value is right only if it is the value asked for.
@@ -382,27 +401,32 @@ class OcrAgent:
         if focal is not None:
             point, why = focal, "at the focal point"
         else:
-            point, why = self._evidence(seen, parsed, [])
+            point, why = self._evidence(seen, query.instruction, parsed, [])
         w, h = image.size
         box = box_around(point, 0.3 * w, 0.3 * h, (w, h))
         text = f"box({box.left:.0f},{box.top:.0f},{box.right:.0f},{box.bottom:.0f}) {why}"
         return self._reply(text, t0, Usage(endpoint="ocr"), box=box)
 
     # ------------------------------------------------------------------ evidence
-    def _evidence_at(self, seen: Seen, parsed: ParsedInstruction, point: Point) -> tuple[Match | None, str]:
+    def _evidence_at(
+        self, seen: Seen, instruction: str, parsed: ParsedInstruction, point: Point
+    ) -> tuple[Match | None, str]:
         """The best match among the text at ``point`` (given-image pixels), and what is read
         there. "At" means inside a line's box grown by half a line height, so a point on a
-        label's padding still counts; only the matched part of a line counts for the match."""
+        label's padding still counts; only the matched part of a line counts for the match.
+        A line echoing the instruction is read but never matched."""
         if not parsed.variants:
             return None, ""
         p = seen.to_budget(point)
-        near = []
-        for ln in self._readable(seen):
+        readable = self._readable(seen)
+        echo = echo_lines(instruction, parsed, readable)
+        near, echoed = [], []
+        for i, ln in enumerate(readable):
             pad = 0.5 * ln.box.height + 1.0
             if _grow(ln.box, pad).contains(p):
-                near.append(ln)
+                (echoed if i in echo else near).append(ln)
         if not near:
-            return None, ""
+            return None, " | ".join(f"{ln.text} (the instruction)" for ln in echoed)
         here = " | ".join(ln.text for ln in near)
         best = None
         for m in best_matches(parsed, near):
@@ -416,7 +440,9 @@ class OcrAgent:
                 best = Match(best.line, best.score * 0.5, best.similarity, best.text, best.box)
         return best, here
 
-    def _evidence(self, seen: Seen, parsed: ParsedInstruction, avoid: list[Point]) -> tuple[Point, str]:
+    def _evidence(
+        self, seen: Seen, instruction: str, parsed: ParsedInstruction, avoid: list[Point]
+    ) -> tuple[Point, str]:
         w, h = seen.size
         keep_out = 1.5 * star_radius((w, h))
 
@@ -424,7 +450,8 @@ class OcrAgent:
             return all(p.distance(a) > keep_out for a in avoid)
 
         readable = self._readable(seen)
-        for m in best_matches(parsed, readable) if parsed.variants else []:
+        lines, _ = self._candidates(seen, instruction, parsed)
+        for m in best_matches(parsed, lines) if parsed.variants else []:
             if m.score < self.partial_threshold:
                 break
             p = seen.to_image(m.box.center)
@@ -433,7 +460,7 @@ class OcrAgent:
         ink = _unread_ink_peak(seen, readable, avoid, keep_out)
         if ink is not None:
             return ink, "densest unreadable small text"
-        overlaps = [(token_overlap(parsed.target, ln), ln) for ln in readable] if parsed.target else []
+        overlaps = [(token_overlap(parsed.target, ln), ln) for ln in lines] if parsed.target else []
         for ov, ln in sorted(overlaps, key=lambda t: (-t[0], t[1].box.top, t[1].box.left)):
             p = seen.to_image(ln.box.center)
             if ov > 0 and free(p):

@@ -69,6 +69,8 @@ _ROLE_WORDS = (
     "heading|title|text|section|panel|hyperlink"
 )
 _ROLE_RE = re.compile(rf"\s+(?:{_ROLE_WORDS})s?$", re.I)
+# The role named first: "Click button ONE" (MiniWoB++ click-test-2), "open link Home".
+_LEAD_ROLE_RE = re.compile(rf"^(?:{_ROLE_WORDS})\s+(?=\S)", re.I)
 _ARTICLE_RE = re.compile(r"^(?:the|a|an|on|at|to|my|this|that)\s+", re.I)
 # Qualifiers that say where, not what: "Save in the toolbar" -> "Save".
 _WHERE_RE = re.compile(
@@ -132,6 +134,7 @@ def _variants(target: str, quoted: bool) -> tuple[tuple[str, float], ...]:
     if not quoted:
         trimmed = _clean_target(_WHERE_RE.sub("", target))
         add(trimmed, 0.97)
+        add(_LEAD_ROLE_RE.sub("", trimmed), 0.97)
     return tuple(out)
 
 
@@ -193,11 +196,40 @@ def _ratio(a: str, b: str) -> float:
     return fuzz.ratio(a, b) / 100.0
 
 
+# Advance widths of a proportional sans-serif face, in 1/1000 em (the Helvetica/Arial metrics
+# most UI fonts follow closely); unlisted characters take _DEFAULT_ADVANCE, wide scripts 1000.
+# A label inside "ultrices mi,. In cursus" sits well left of where a count of characters puts it.
+_ADVANCE: dict[str, int] = {
+    **dict.fromkeys("ijl|'", 222),
+    **dict.fromkeys(" .,:;!ftI/\\[]", 278),
+    **dict.fromkeys('r()-"`*', 333),
+    **dict.fromkeys("ckszvxyJ", 500),
+    **dict.fromkeys("FTZL", 611),
+    **dict.fromkeys("ABEKPSVXY&", 667),
+    **dict.fromkeys("CDHNRUw", 722),
+    **dict.fromkeys("GOQ", 778),
+    **dict.fromkeys("mM%", 833),
+    "W": 944,
+    "@": 1015,
+}
+_DEFAULT_ADVANCE = 556  # lower-case letters and digits
+
+
+def _advance(ch: str) -> int:
+    if ch in _ADVANCE:
+        return _ADVANCE[ch]
+    return 1000 if unicodedata.east_asian_width(ch) in ("W", "F") else _DEFAULT_ADVANCE
+
+
 def _span_box(line: TextLine, start: int, end: int) -> Box:
-    """Characters [start, end) of the line's text, located proportionally along its box."""
-    n = max(len(line.text), 1)
+    """Characters [start, end) of the line's text, located along its box by their advance
+    widths in a proportional font."""
+    widths = [_advance(ch) for ch in line.text]
+    total = sum(widths) or 1
     b = line.box
-    return Box(b.left + b.width * start / n, b.top, b.left + b.width * end / n, b.bottom)
+    x0 = b.left + b.width * sum(widths[:start]) / total
+    x1 = b.left + b.width * sum(widths[:end]) / total
+    return Box(x0, b.top, x1, b.bottom)
 
 
 def match_line(target: str, line: TextLine, index: int = 0, factor: float = 1.0) -> Match | None:
@@ -264,3 +296,94 @@ def token_overlap(target: str, line: TextLine) -> float:
         return 0.0
     hits = sum(1 for w in t_words if max(_ratio(w, lw) for lw in l_words) >= 0.8)
     return hits / len(t_words)
+
+
+# ---------------------------------------------------------------- instruction echo
+# Task pages often print the instruction itself (MiniWoB++'s yellow header: 'Click on the link
+# "In".'), and that line contains the target phrase, so without this rule the agent clicks the
+# instruction instead of the link, in the full screenshot and in every zoomed view alike.
+#
+# The rule. Content words are folded words of 3+ characters that are not in _STOPWORDS. Let I be
+# the instruction's content words that are not target words (target words: those every phrasing
+# of the target shares, so "Click button ONE" keeps "button" in I). A line *echoes* the
+# instruction when
+#   (a) it contains at least ECHO_MIN_WORDS distinct words of I, and at least ECHO_MIN_OWN of its
+#       own content words are instruction words (a label that merely shares one word with the
+#       instruction, or a sentence that happens to use two of its words among many others, is
+#       not an echo); or
+#   (b) it belongs to a block of adjacent lines (wrapped text: next row, or same row split by the
+#       OCR) made only of instruction words, and the block together contains ECHO_MIN_WORDS
+#       words of I: a wrapped header whose last row reads only '"In".' is an echo too.
+# A line that is only the target phrase is never an echo by (a), whatever the instruction.
+ECHO_MIN_WORDS = 2
+ECHO_MIN_OWN = 0.75
+_WORD_SIM = 0.8  # fuzzy word equality for 3+ letter words (OCR slips one letter in five)
+_STOPWORDS = frozenset(
+    fold(w)
+    for w in "the and for with this that from into onto then than you your are its was has have".split()
+)
+
+
+def _content(words: Sequence[str]) -> list[str]:
+    return [w for w in words if len(w) >= 3 and w not in _STOPWORDS]
+
+
+def _word_in(word: str, pool: Sequence[str]) -> bool:
+    if len(word) < 3:
+        return word in pool
+    return any(_ratio(word, p) >= _WORD_SIM for p in pool if len(p) >= 3)
+
+
+def _adjacent(a: Box, b: Box) -> bool:
+    """Same text block: the next row down (gap under ~a line height, columns overlapping) or the
+    same row split in two (rows overlapping, a short horizontal gap)."""
+    h = max(a.height, b.height, 1.0)
+    x_overlap = min(a.right, b.right) - max(a.left, b.left)
+    y_overlap = min(a.bottom, b.bottom) - max(a.top, b.top)
+    gap_y = max(a.top, b.top) - min(a.bottom, b.bottom)
+    if y_overlap >= 0.5 * min(a.height, b.height):
+        return -x_overlap <= 2.0 * h
+    return gap_y <= 0.8 * h and x_overlap > -h
+
+
+def echo_lines(instruction: str, parsed: ParsedInstruction, lines: Sequence[TextLine]) -> frozenset[int]:
+    """Indices of ``lines`` that repeat the instruction rather than show the target (rule above).
+    Boxes only need to share one frame."""
+    words = fold(instruction).split()
+    if parsed.variants:
+        target = set.intersection(*(set(fold(v).split()) for v, _ in parsed.variants))
+    else:
+        target = set(fold(parsed.target).split())
+    others = sorted({w for w in _content(words) if w not in target})
+    if len(others) < ECHO_MIN_WORDS:
+        return frozenset()
+    hits: list[set[str]] = []
+    pure: list[bool] = []
+    echo: set[int] = set()
+    for i, ln in enumerate(lines):
+        lw = fold(ln.text).split()
+        own = _content(lw)
+        found = {w for w in others if _word_in(w, own)}
+        hits.append(found)
+        pure.append(bool(lw) and all(_word_in(w, words) for w in lw))
+        if len(found) >= ECHO_MIN_WORDS and own:
+            if sum(_word_in(w, words) for w in own) >= ECHO_MIN_OWN * len(own):
+                echo.add(i)
+    # (b): blocks of adjacent instruction-only lines (echo lines join them as they are).
+    members = [i for i in range(len(lines)) if pure[i] or i in echo]
+    seen: set[int] = set()
+    for start in members:
+        if start in seen:
+            continue
+        block, todo = [], [start]
+        seen.add(start)
+        while todo:
+            i = todo.pop()
+            block.append(i)
+            for j in members:
+                if j not in seen and _adjacent(lines[i].box, lines[j].box):
+                    seen.add(j)
+                    todo.append(j)
+        if len(set().union(*(hits[i] for i in block))) >= ECHO_MIN_WORDS:
+            echo.update(block)
+    return frozenset(echo)

@@ -15,7 +15,7 @@ import pytest
 from PIL import Image, ImageDraw, ImageFont
 
 from adapters.ocr import OcrAgent, budget_size
-from adapters.ocr_text import TextLine, match_line, parse_instruction
+from adapters.ocr_text import TextLine, echo_lines, match_line, parse_instruction
 from regionfocus.actions import ActionType, click
 from regionfocus.agent import RegionFocusAgent
 from regionfocus.geometry import Box, Point, box_around
@@ -111,6 +111,7 @@ PARSE_TABLE = [
     ("enter bob into Name", "type", "Name", "bob"),
     ("Team members", "click", "Team members", ""),
     ("the user's profile", "click", "user's profile", ""),
+    ("Click button ONE.", "click", "button ONE", ""),
 ]
 
 
@@ -132,6 +133,83 @@ def test_match_locates_a_label_inside_a_longer_line():
     assert 160 < m.box.center.x < 230 and m.box.left > 150
     # A short target inside an unrelated word is not a match.
     assert match_line("OK", TextLine("Look here", 0.99, Box(0, 0, 90, 20))).score < 0.75
+
+
+def test_parse_offers_the_label_after_a_leading_role_word():
+    assert ("ONE", 0.97) in parse_instruction("Click button ONE.").variants
+    # A quoted label is taken as written.
+    assert parse_instruction('click the "link Home" entry').variants == (("link Home", 1.0),)
+
+
+def test_match_box_follows_glyph_widths_in_a_proportional_font():
+    # Where "In" really is in a rendered line: narrow glyphs (i, l, t, punctuation) before it
+    # put it well left of its share of the character count.
+    text, f = "ultrices mi,. In cursus cursus.", font(24)
+    left = 10 + f.getlength(text[: text.index("In")])
+    right = left + f.getlength("In")
+    line = TextLine(text, 0.95, Box(10, 100, 10 + f.getlength(text), 124))
+    m = match_line("In", line)
+    assert m is not None and left <= m.box.center.x <= right, (m.box, left, right)
+
+
+def _line(text: str, x: float, y: float, h: float = 12.0) -> TextLine:
+    return TextLine(text, 0.95, Box(x, y, x + 0.55 * h * len(text), y + h))
+
+
+ECHO_TABLE = [
+    # (instruction, lines, indices that echo it)
+    (
+        'Click on the link "In".',
+        [
+            _line('Click on the link "In".', 2, 2),
+            _line("ultrices mi,. In cursus cursus.", 2, 90),
+            _line("In", 40, 120),
+        ],
+        {0},
+    ),
+    (
+        "Click button ONE.",
+        [_line("Click button ONE.", 2, 2), _line("ONE", 30, 140), _line("TWO", 90, 140)],
+        {0},
+    ),
+    ('Click on the "ok" button.', [_line('Click on the "ok" button.', 2, 2), _line("ok", 50, 120)], {0}),
+    (  # the header wraps: its last row is the bare target, in quotes
+        'Navigate through the file tree. Find and click on the folder or file named "Briana".',
+        [
+            _line("Navigate through the file tree. Find", 2, 2),
+            _line("and click on the folder or file named", 2, 16),
+            _line('"Briana".', 2, 30),
+            _line("Briana", 30, 150),
+        ],
+        {0, 1, 2},
+    ),
+    (  # split over two rows with no row holding two instruction words alone
+        'Click on the link "In".',
+        [_line("Click on the", 2, 2), _line('link "In".', 2, 16), _line("In", 60, 150)],
+        {0, 1},
+    ),
+    # Lines that only contain the target are never echoes, however many of its words they have.
+    ('click "Sync status: all changes saved"', [_line("Sync status: all changes saved", 700, 260)], set()),
+    ("open the File menu", [_line("File menu", 10, 10), _line("File", 10, 60)], set()),
+    ("open the File menu", [_line("Open the File menu", 10, 10)], {0}),
+    # One instruction word beside the target is a label, not an echo.
+    ('click the "ok" button', [_line("Click OK", 10, 10)], set()),
+    # Two instruction words among many others: prose, not the instruction.
+    (
+        'Click on the link "In".',
+        [_line("Click any link In this long paragraph of unrelated prose words", 10, 10)],
+        set(),
+    ),
+    # The target far below an echo is not part of it.
+    ("Click button ONE.", [_line("Click button ONE.", 2, 2), _line("ONE", 2, 40)], {0}),
+    # An instruction that is all target has nothing to echo.
+    ("Team members", [_line("Team members", 10, 10)], set()),
+]
+
+
+@pytest.mark.parametrize("instruction,lines,expected", ECHO_TABLE)
+def test_echo_rule(instruction, lines, expected):
+    assert set(echo_lines(instruction, parse_instruction(instruction), lines)) == expected
 
 
 # ---------------------------------------------------------------- the agent on a 4K screen
@@ -245,6 +323,31 @@ def test_propose_point_avoids_stars(agent, screen):
     starred = draw_landmarks(screen.image, [first])
     second = run(agent.propose_point(starred, q, [first], True)).point
     assert second is not None and second.distance(first) > 40
+
+
+def render_task_page() -> tuple[Image.Image, str, Box, Box]:
+    """A MiniWoB++-like page: the instruction printed in a header, the link in the text below.
+    Returns the image, the instruction, the header line's box and the link's box."""
+    img = Image.new("RGB", (640, 360), "white")
+    d = ImageDraw.Draw(img)
+    d.rectangle((0, 0, 640, 70), fill=(255, 255, 0))
+    instruction = 'Click on the link "Ultrices".'
+    header = draw_label(d, (12, 20), instruction, 22)
+    before = "Tortor dui sed quis egestas. Pretium mi "
+    draw_label(d, (12, 160), before, 22)
+    link = draw_label(d, (12 + font(22).getlength(before), 160), "Ultrices", 22)
+    draw_label(d, (link.right + 6, 160), "cursus.", 22)
+    return img, instruction, header, link
+
+
+def test_ignores_the_instruction_printed_on_the_page(agent):
+    img, instruction, header, link = render_task_page()
+    q = Query(instruction)
+    reply = run(agent.act(img, q))
+    assert reply.action is not None and link.contains(reply.action.point), reply.text
+    on_header = header.center
+    verdict = run(agent.judge(draw_landmarks(img, [on_header], [""]), q, on_header))
+    assert verdict.verdict == Verdict.NO and "instruction" in verdict.text, verdict.text
 
 
 def test_deterministic(screen):
