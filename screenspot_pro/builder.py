@@ -6,10 +6,13 @@ Output layout (the official one, DESIGN §5)::
     DIR/images/<application>_<platform>/screen_NN.png
     DIR/manifest.json                               written last: marks a complete build
 
-Each screen is a 3840x2160 page composed by ``builder_pages.screen_html``: professional-app
-chrome around windows of MiniWoB++ task snapshots (``genProblem()`` after ``Math.seedrandom``,
-DESIGN §8), mostly 9-13 px text. Targets are read from the rendered DOM; the device scale factor
-is 1, so every box is in screenshot pixels, [x1, y1, x2, y2] with x2/y2 the right/bottom edges.
+Each screen is a 3840x2160 image of a page composed by ``builder_pages.screen_html``:
+professional-app chrome around windows of MiniWoB++ task snapshots (``genProblem()`` after
+``Math.seedrandom``, DESIGN §8), mostly 9-13 CSS px text. Each application has a UI scale
+(100/150/200 %, ``Theme.ui_scale``): its screens are laid out in a 3840/s x 2160/s CSS viewport
+and rendered at device scale factor s, so the image stays 3840x2160 and its text is 9-13, 14-20
+or 18-26 image px. Targets are read from the rendered DOM in CSS px and converted to image px
+(times s, rounded outward), [x1, y1, x2, y2] with x2/y2 the right/bottom edges.
 A text target is kept only if its text occurs exactly once among the screen's visible text, so
 every instruction names one element. ``instruction_cn`` is a simple Chinese template rendering
 of the same instruction (quoted UI text stays in English).
@@ -21,9 +24,11 @@ Public API: ``build_sample`` / ``build_sample_async`` (build into a folder) and
 from __future__ import annotations
 
 import asyncio
+import base64
 import hashlib
 import importlib.metadata
 import json
+import math
 import os
 import random
 import re
@@ -38,7 +43,7 @@ from screenspot_pro import builder_pages as pages
 from screenspot_pro.builder_pages import THEMES, TileSnapshot, Words
 
 # Bump when the output for the same parameters changes; it is part of the cache key.
-BUILD_VERSION = 1
+BUILD_VERSION = 2
 DEFAULT_SCREENS = 12
 TARGETS_PER_SCREEN = 12
 DEFAULT_BROWSER = "/usr/lib/chromium/chromium"
@@ -126,14 +131,16 @@ _SCOPED_CSS_JS = """
 }
 """
 
+# Large results and arguments cross the Playwright protocol as one JSON string: its per-value
+# (de)serialisation and validation of thousands of strings cost seconds of Python CPU per build.
 _WORDS_JS = """
-() => ({people: ui_utils.PEOPLE_NAMES, last_names: ui_utils.LAST_NAMES,
+() => JSON.stringify({people: ui_utils.PEOPLE_NAMES, last_names: ui_utils.LAST_NAMES,
         countries: ui_utils.COUNTRIES, languages: ui_utils.LANGUAGES,
         lorem: ui_utils.lorem_words, colors: ui_utils.COLORS})
 """
 
 # Reads every visible text unit and every candidate target from the composed screen.
-# Boxes are viewport CSS px (= image px at device scale factor 1): [left, top, right, bottom].
+# Boxes are viewport CSS px (image px / device scale factor): [left, top, right, bottom].
 _EXTRACT_JS = """
 () => {
   const W = innerWidth, H = innerHeight;
@@ -224,14 +231,14 @@ _EXTRACT_JS = """
       if (shown(el, b)) add(el, {ui_type: 'text', kind, text, bucket: 'tile-text', bbox: b});
     }
   }
-  return {units, cands};
+  return JSON.stringify({units, cands});
 }
 """
 
 
 # Is the candidate what a click at its box centre would hit (not covered by another element)?
 _HIT_TEST_JS = """
-(items) => items.map(([ref, b]) => {
+(items) => JSON.parse(items).map(([ref, b]) => {
   const el = window.__rfElements[ref];
   const hit = document.elementFromPoint((b[0] + b[2]) / 2, (b[1] + b[3]) / 2);
   return hit !== null && (hit === el || el.contains(hit) || (el.control !== undefined && el.control === hit));
@@ -294,10 +301,11 @@ def _plan(params: BuildParams) -> list[_ScreenPlan]:
     plans = []
     for i in range(params.n_screens):
         rng = random.Random(f"regionfocus-builtin/{params.seed}/{i}/plan")
-        windows = pages.plan_windows(rng)
+        theme = THEMES[i % len(THEMES)]
+        windows = pages.plan_windows(rng, theme.layout)
         n_tiles = sum(w.n_tiles for w in windows)
         tiles = [(rng.choice(TASKS), f"{params.seed}-{i}-{j}") for j in range(n_tiles)]
-        plans.append(_ScreenPlan(i, params.seed, THEMES[i % len(THEMES)], windows, tiles))
+        plans.append(_ScreenPlan(i, params.seed, theme, windows, tiles))
     return plans
 
 
@@ -346,7 +354,7 @@ async def _snapshot_tasks(context, root: Path, wanted: dict[str, list[str]], wor
                     snaps[(task, seed)] = TileSnapshot(task, seed, area)
                 css[task] = await page.evaluate(_SCOPED_CSS_JS, f".mw-{task}")
                 if not raw_words and await page.evaluate("typeof ui_utils !== 'undefined'"):
-                    raw_words.update(await page.evaluate(_WORDS_JS))
+                    raw_words.update(json.loads(await page.evaluate(_WORDS_JS)))
         finally:
             await page.close()
 
@@ -356,16 +364,32 @@ async def _snapshot_tasks(context, root: Path, wanted: dict[str, list[str]], wor
     return snaps, css, raw_words
 
 
-_WORD_CHAR = r"[0-9A-Za-z\u00C0-\uFFFF]"
+def _is_word_char(ch: str) -> bool:
+    # ASCII letters and digits, and every letter-like code point from U+00C0 up.
+    return ch.isascii() and ch.isalnum() or "\u00c0" <= ch <= "\uffff"
 
 
 def _occurrences(text: str, units: list[str] | str) -> int:
     """How often ``text`` occurs (case-insensitive, whole words) across visible text units.
 
-    ``units`` may be pre-joined with ``_join_units`` (one scan instead of one per unit)."""
+    ``units`` may be pre-joined with ``_join_units`` (one scan instead of one per unit). Matches
+    do not overlap, as with ``re.findall``. A plain substring scan: a regex with a Unicode word
+    class costs milliseconds to compile, and there is one pattern per candidate."""
     joined = units if isinstance(units, str) else _join_units(units)
-    pattern = re.compile(rf"(?<!{_WORD_CHAR}){re.escape(text.lower())}(?!{_WORD_CHAR})")
-    return len(pattern.findall(joined))
+    needle = text.lower()
+    if not needle:
+        return 0
+    count, start = 0, 0
+    while (i := joined.find(needle, start)) >= 0:
+        end = i + len(needle)
+        if (i == 0 or not _is_word_char(joined[i - 1])) and (
+            end == len(joined) or not _is_word_char(joined[end])
+        ):
+            count += 1
+            start = end
+        else:
+            start = i + 1
+    return count
 
 
 def _join_units(units: list[str]) -> str:
@@ -373,11 +397,12 @@ def _join_units(units: list[str]) -> str:
     return "\n".join(u.lower() for u in units)
 
 
-def _int_box(b: list[float]) -> list[int]:
-    """Float CSS-px rect -> integer pixel box that covers it, clipped to the screen."""
-    x1, y1 = max(0, int(b[0])), max(0, int(b[1]))
-    x2 = min(pages.SCREEN_W, -int(-b[2] // 1))
-    y2 = min(pages.SCREEN_H, -int(-b[3] // 1))
+def _int_box(b: list[float], scale: float = 1.0) -> list[int]:
+    """Float CSS-px rect -> the integer image-px box that covers it (CSS px times ``scale``,
+    the device scale factor, rounded outward), clipped to the screen."""
+    x1, y1 = max(0, math.floor(b[0] * scale)), max(0, math.floor(b[1] * scale))
+    x2 = min(pages.SCREEN_W, math.ceil(b[2] * scale))
+    y2 = min(pages.SCREEN_H, math.ceil(b[3] * scale))
     return [x1, y1, x2, y2]
 
 
@@ -406,13 +431,14 @@ def _overlaps(a: list[int], b: list[int]) -> bool:
     return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
 
-def _unambiguous(cands: list[dict], units: list[str]) -> list[dict]:
-    """Candidates whose instruction would name exactly one element, boxes made integer."""
+def _unambiguous(cands: list[dict], units: list[str], scale: float = 1.0) -> list[dict]:
+    """Candidates whose instruction would name exactly one element, boxes made integer image px
+    (the CSS-px float box stays in ``css_bbox`` for the hit test)."""
     pool = []
     joined = _join_units(units)
     for c in cands:
         if _acceptable(c, joined):
-            c = dict(c, bbox=_int_box(c["bbox"]))
+            c = dict(c, bbox=_int_box(c["bbox"], scale), css_bbox=c["bbox"])
             if c["bbox"][2] > c["bbox"][0] and c["bbox"][3] > c["bbox"][1]:
                 pool.append(c)
     return pool
@@ -455,7 +481,38 @@ def _select_targets(pool: list[dict], rng: random.Random) -> list[dict]:
     return chosen
 
 
-async def _render_screen(page, plan: _ScreenPlan, snaps, css, words, root: Path, images_dir: Path, tmp: Path):
+def _png_size(data: bytes) -> tuple[int, int]:
+    """(width, height) from a PNG's IHDR chunk, without decoding the image."""
+    if data[:8] != b"\x89PNG\r\n\x1a\n" or data[12:16] != b"IHDR":
+        raise RuntimeError("Chromium returned a screenshot that is not a PNG")
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+async def _screenshot(cdp, layout: pages.Layout, path: Path) -> None:
+    """The whole ``layout`` viewport at device resolution, as PNG, into ``path``.
+
+    Through CDP rather than ``page.screenshot`` for ``optimizeForSpeed`` (zlib level 1): about
+    half of Chromium's encoding time for a 4K image, for PNGs ~20 % larger and identical pixels."""
+    # The clip is needed: without it Chromium captures its headless window, which need not match
+    # the emulated viewport. This CDP session does not share Playwright's device-metrics
+    # override, so the clip's scale asks for device resolution (the page is rasterised at it,
+    # not upsampled: pixels match ``page.screenshot`` up to anti-aliasing noise).
+    clip = {"x": 0, "y": 0, "width": layout.w, "height": layout.h, "scale": layout.scale}
+    reply = await cdp.send(
+        "Page.captureScreenshot", {"format": "png", "optimizeForSpeed": True, "clip": clip}
+    )
+    data = base64.b64decode(reply["data"])
+    size = _png_size(data)
+    if size != (pages.SCREEN_W, pages.SCREEN_H):
+        raise RuntimeError(
+            f"screenshot {path.name} is {size[0]}x{size[1]}, not {pages.SCREEN_W}x{pages.SCREEN_H}"
+        )
+    path.write_bytes(data)
+
+
+async def _render_screen(
+    page, cdp, plan: _ScreenPlan, snaps, css, words, root: Path, images_dir: Path, tmp: Path
+):
     """Compose, load, extract targets from and screenshot one screen; returns its records."""
     rng = random.Random(f"regionfocus-builtin/{plan.seed}/{plan.index}/compose")
     html_text = pages.screen_html(
@@ -473,14 +530,14 @@ async def _render_screen(page, plan: _ScreenPlan, snaps, css, words, root: Path,
     page_file.write_text(html_text, encoding="utf-8")
     await page.goto(page_file.as_uri(), wait_until="load")
     await page.evaluate("document.fonts.ready.then(() => true)")
-    found = await page.evaluate(_EXTRACT_JS)
+    found = json.loads(await page.evaluate(_EXTRACT_JS))
     theme = plan.theme
     sub = f"{theme.application}_{theme.platform}"
     img_rel = f"{sub}/screen_{plan.index:02d}.png"
     (images_dir / sub).mkdir(parents=True, exist_ok=True)
-    await page.screenshot(path=str(images_dir / img_rel))
-    pool = _unambiguous(found["cands"], found["units"])
-    hits = await page.evaluate(_HIT_TEST_JS, [[c["ref"], c["bbox"]] for c in pool])
+    await _screenshot(cdp, theme.layout, images_dir / img_rel)
+    pool = _unambiguous(found["cands"], found["units"], theme.ui_scale)
+    hits = await page.evaluate(_HIT_TEST_JS, json.dumps([[c["ref"], c["css_bbox"]] for c in pool]))
     targets = _select_targets([c for c, ok in zip(pool, hits, strict=True) if ok], rng)
     records = []
     for k, c in enumerate(targets):
@@ -505,22 +562,37 @@ async def _render_screen(page, plan: _ScreenPlan, snaps, css, words, root: Path,
 async def _render_screens(
     browser, plans, snaps, css, words, root: Path, images_dir: Path, tmp: Path, workers: int = 2
 ):
-    """Render all screens, ``workers`` pages at a time (each page has its own renderer)."""
-    viewport = {"width": pages.SCREEN_W, "height": pages.SCREEN_H}
-    context = await browser.new_context(viewport=viewport, device_scale_factor=1)
-    queue = list(plans)
+    """Render all screens, ``workers`` pages at a time (each page has its own renderer).
+
+    One browser context per UI scale: its viewport is the layout's CSS size and its device scale
+    factor the scale, so every screenshot is 3840x2160 image px. The queue runs scale by scale,
+    densest (slowest) screens first, so a worker rarely switches context."""
+    contexts: dict[float, object] = {}
+    for scale in sorted({p.theme.ui_scale for p in plans}):
+        lay = pages.Layout(scale)
+        contexts[scale] = await browser.new_context(
+            viewport={"width": lay.w, "height": lay.h}, device_scale_factor=scale
+        )
+    queue = sorted(plans, key=lambda p: (p.theme.ui_scale, p.index))
     records: list[dict] = []
 
     async def worker() -> None:
-        page = await context.new_page()
+        page, cdp, page_scale = None, None, None
         while queue:
             plan = queue.pop(0)
-            records.extend(await _render_screen(page, plan, snaps, css, words, root, images_dir, tmp))
+            if plan.theme.ui_scale != page_scale:
+                if page is not None:
+                    await page.close()
+                page_scale = plan.theme.ui_scale
+                page = await contexts[page_scale].new_page()
+                cdp = await contexts[page_scale].new_cdp_session(page)
+            records.extend(await _render_screen(page, cdp, plan, snaps, css, words, root, images_dir, tmp))
 
     try:
         await asyncio.gather(*(worker() for _ in range(workers)))
     finally:
-        await context.close()
+        for context in contexts.values():
+            await context.close()
     return sorted(records, key=lambda r: r["id"])
 
 
@@ -650,6 +722,11 @@ async def build_sample_async(
             "generator": "regionfocus screenspot_pro.builder",
             "params": params.as_dict(),
             "n_samples": len(records),
+            # Not a ScreenSpot-Pro field: image px per CSS px of each annotation file's screens.
+            "ui_scales": {
+                f"{p.theme.application}_{p.theme.platform}": p.theme.ui_scale
+                for p in sorted(plans, key=lambda p: p.theme.application)
+            },
             "counts": _counts(records),
             "build_seconds": round(time.monotonic() - started, 2),
         }

@@ -1,12 +1,16 @@
 """HTML for the built-in ScreenSpot-Pro-style screens: six application themes, an icon set, and
 the page composer.
 
-A screen is one 3840x2160 CSS-px page (device scale factor 1, so CSS px = image px) laid out
-like a professional desktop application: menu bar, icon toolbar, left sidebar, right panel,
-bottom panel, status bar, and a main area tiled with "windows" whose bodies hold MiniWoB++ task
-snapshots (160x160 px each, 10 px text). Every element that may become a target carries
-``data-rf`` attributes that the extractor in ``builder.py`` reads; nothing here talks to a
-browser. All randomness comes from the ``random.Random`` the caller passes in.
+A screen is one 3840x2160 *image*. Each theme has a UI scale (100 %, 150 % or 200 %, like 4K
+monitors set to different display scaling): the page is laid out in a CSS viewport of
+3840/scale x 2160/scale px and rendered at device scale factor = scale, so text of 9-13 CSS px
+becomes 9-13 image px at 100 % and 18-26 image px at 200 %. Every size in this module is in CSS
+px. The screen looks like a professional desktop application: menu bar, icon toolbar, left
+sidebar, right panel, bottom panel, status bar, and a main area tiled with "windows" whose
+bodies hold MiniWoB++ task snapshots (160x160 CSS px each, 10 px text). Every element that may
+become a target carries ``data-rf`` attributes that the extractor in ``builder.py`` reads;
+nothing here talks to a browser. All randomness comes from the ``random.Random`` the caller
+passes in.
 """
 
 from __future__ import annotations
@@ -15,16 +19,49 @@ import html
 import random
 from dataclasses import dataclass
 
-SCREEN_W, SCREEN_H = 3840, 2160
+SCREEN_W, SCREEN_H = 3840, 2160  # image px
 MENU_H, TOOL_H, STATUS_H = 26, 32, 22
 LEFT_W, RIGHT_W, BOTTOM_H = 270, 290, 240
 MAIN_X, MAIN_Y = LEFT_W, MENU_H + TOOL_H
-MAIN_W = SCREEN_W - LEFT_W - RIGHT_W
-MAIN_H = SCREEN_H - MENU_H - TOOL_H - BOTTOM_H - STATUS_H
 WIN_GAP, WIN_TITLE_H, WIN_PAD = 6, 20, 4
 TILE_W, TILE_BODY_H, TILE_CAPTION_H, TILE_MARGIN = 160, 160, 12, 4
-# Window grids (columns, rows) a screen may use; each gives roughly 100-150 task tiles.
+# Window grids (columns, rows) a 100 % screen may use; each gives roughly 100-150 task tiles.
+# Larger UI scales divide both counts by the scale (a 200 % screen has a quarter of the room).
 WINDOW_GRIDS = ((4, 3), (5, 3), (5, 4), (6, 3), (6, 4))
+# Display scalings of 4K monitors in the wild (Windows offers 100-300 % in 25 % steps; these
+# three are the common ones). Each maps 3840x2160 to a whole number of CSS px.
+UI_SCALES = (1.0, 1.5, 2.0)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The page geometry of one UI scale, in CSS px; ``scale`` image px per CSS px."""
+
+    scale: float
+
+    def __post_init__(self) -> None:
+        if self.scale not in UI_SCALES:
+            raise ValueError(f"UI scale must be one of {UI_SCALES}, got {self.scale!r}")
+
+    @property
+    def w(self) -> int:
+        return round(SCREEN_W / self.scale)
+
+    @property
+    def h(self) -> int:
+        return round(SCREEN_H / self.scale)
+
+    @property
+    def main_w(self) -> int:
+        return self.w - LEFT_W - RIGHT_W
+
+    @property
+    def main_h(self) -> int:
+        return self.h - MENU_H - TOOL_H - BOTTOM_H - STATUS_H
+
+    @property
+    def side_h(self) -> int:
+        return self.h - MAIN_Y - STATUS_H
 
 
 @dataclass(frozen=True)
@@ -48,8 +85,16 @@ class Theme:
     fg: str
     accent: str
     win_bg: str
+    ui_scale: float  # one of UI_SCALES: image px per CSS px
+
+    @property
+    def layout(self) -> Layout:
+        return Layout(self.ui_scale)
 
 
+# The last field is the UI scale: two applications at each of UI_SCALES, as ScreenSpot-Pro mixes
+# screenshots from 4K monitors at different display scalings. Any three consecutive themes
+# cover all three scales, so even a 3-screen build has each.
 # fmt: off
 THEMES: tuple[Theme, ...] = (
     Theme(
@@ -57,42 +102,42 @@ THEMES: tuple[Theme, ...] = (
         ("File", "Edit", "Selection", "View", "Go", "Run", "Terminal", "Help"),
         "EXPLORER", "OUTLINE", ("PROBLEMS", "OUTPUT", "DEBUG CONSOLE", "TERMINAL", "PORTS"), "code",
         ("main*", "Ln 12, Col 4", "Spaces: 2", "UTF-8", "LF", "HTML"),
-        "#1e1e1e", "#252526", "#333333", "#cccccc", "#007acc", "#2d2d30",
+        "#1e1e1e", "#252526", "#333333", "#cccccc", "#007acc", "#2d2d30", 1.0,
     ),
     Theme(
         "sheetwise", "macos", "Office", "Sheetwise", "xlsx",
         ("File", "Home", "Insert", "Page Layout", "Formulas", "Data", "Review", "View", "Automate"),
         "NAVIGATOR", "FORMAT CELLS", ("Sheet Data", "Pivot", "Queries", "Comments"), "cells",
         ("Ready", "Accessibility: Good to go", "Average: 41.5", "Count: 12", "Sum: 498", "100%"),
-        "#f3f3f3", "#ffffff", "#dce6df", "#222222", "#217346", "#e9e9e9",
+        "#f3f3f3", "#ffffff", "#dce6df", "#222222", "#217346", "#e9e9e9", 1.5,
     ),
     Theme(
         "pixelsmith", "windows", "Creative", "PixelSmith", "xcf",
         ("File", "Edit", "Select", "View", "Image", "Layers", "Colors", "Tools", "Filters", "Windows"),
         "TOOL OPTIONS", "LAYERS", ("Palette", "Brushes", "Patterns", "Gradients"), "palette",
         ("px", "66.7%", "RGB color 8-bit gamma", "Background (12.4 MB)", "x: 1204 y: 388"),
-        "#454545", "#3a3a3a", "#2b2b2b", "#dddddd", "#d08a2f", "#505050",
+        "#454545", "#3a3a3a", "#2b2b2b", "#dddddd", "#d08a2f", "#505050", 2.0,
     ),
     Theme(
         "labstat", "macos", "Scientific", "LabStat", "m",
         ("File", "Edit", "View", "Insert", "Analysis", "Plots", "Apps", "Window"),
         "CURRENT FOLDER", "WORKSPACE", ("Command Window", "History", "Profiler"), "console",
         ("Busy", "script: analysis.m", "Ln 40 Col 1", "UTF-8", "zoom: 100%"),
-        "#ffffff", "#f7f7f7", "#e4e4e4", "#1b1b1b", "#0b5cad", "#f0f0f0",
+        "#ffffff", "#f7f7f7", "#e4e4e4", "#1b1b1b", "#0b5cad", "#f0f0f0", 1.0,
     ),
     Theme(
         "draftline", "windows", "CAD", "DraftLine", "dwg",
         ("File", "Edit", "Insert", "Format", "Tools", "Draw", "Dimension", "Modify", "Parametric"),
         "LAYERS", "PROPERTIES", ("Command", "Layout1", "Layout2", "Model"), "console",
         ("MODEL", "SNAP", "GRID", "ORTHO", "POLAR", "OSNAP", "1:100", "Decimal"),
-        "#212830", "#2b3440", "#1a2027", "#c8d0d8", "#3d8fd1", "#303a47",
+        "#212830", "#2b3440", "#1a2027", "#c8d0d8", "#3d8fd1", "#303a47", 1.5,
     ),
     Theme(
         "deskshell", "linux", "OS", "DeskShell Files", "dir",
         ("Files", "Edit", "View", "Go", "Bookmarks", "Tools", "Tabs", "Help"),
         "PLACES", "DETAILS", ("Name", "Size", "Type", "Modified"), "files",
         ("38 items", "2 selected (4.1 kB)", "Free space: 112.4 GB", "List view"),
-        "#fafafa", "#eeeeee", "#dcdcdc", "#2e3436", "#3584e4", "#f6f6f6",
+        "#fafafa", "#eeeeee", "#dcdcdc", "#2e3436", "#3584e4", "#f6f6f6", 2.0,
     ),
 )
 
@@ -190,13 +235,16 @@ class WindowSlot:
     n_tiles: int
 
 
-def plan_windows(rng: random.Random) -> list[WindowSlot]:
+def plan_windows(rng: random.Random, layout: Layout) -> list[WindowSlot]:
     """Choose a window grid for the main area and the number of whole tiles each window fits."""
     cols, rows = rng.choice(WINDOW_GRIDS)
-    ww = (MAIN_W - WIN_GAP * (cols + 1)) // cols
-    wh = (MAIN_H - WIN_GAP * (rows + 1)) // rows
+    cols, rows = max(1, round(cols / layout.scale)), max(1, round(rows / layout.scale))
+    ww = (layout.main_w - WIN_GAP * (cols + 1)) // cols
+    wh = (layout.main_h - WIN_GAP * (rows + 1)) // rows
     per_row = (ww - 2 * WIN_PAD) // (TILE_W + TILE_MARGIN)
-    per_col = (wh - WIN_TITLE_H - 2 * WIN_PAD) // (TILE_CAPTION_H + TILE_BODY_H + TILE_MARGIN)
+    # A last row at least half visible is kept, cut off by the window like scrolled content, so
+    # windows of larger UI scales are not half empty.
+    per_col = round((wh - WIN_TITLE_H - 2 * WIN_PAD) / (TILE_CAPTION_H + TILE_BODY_H + TILE_MARGIN))
     slots = []
     for r in range(rows):
         for c in range(cols):
@@ -429,9 +477,9 @@ def _bottom_body(theme: Theme, words: Words, rng: random.Random) -> str:
 
 
 def _css(theme: Theme) -> str:
-    t = theme
+    t, lay = theme, theme.layout
     return f"""
-html, body {{ margin:0; padding:0; width:{SCREEN_W}px; height:{SCREEN_H}px; overflow:hidden;
+html, body {{ margin:0; padding:0; width:{lay.w}px; height:{lay.h}px; overflow:hidden;
   background:{t.bg}; color:{t.fg}; font-family:"Liberation Sans","DejaVu Sans",sans-serif; font-size:12px; }}
 .bar {{ background:{t.bar}; color:{t.fg}; display:flex; align-items:center; gap:2px; padding:0 6px; box-sizing:border-box; }}
 .menu .app {{ font-weight:bold; margin-right:14px; color:{t.accent}; }}
@@ -481,12 +529,13 @@ def screen_html(
     core_css_href: str,
     jquery_ui_css_href: str,
 ) -> str:
-    """The full HTML of one screen. ``tiles`` are consumed in order, ``sum(w.n_tiles)`` of them.
+    """The full HTML of one screen, laid out for ``theme.layout`` (CSS px). ``tiles`` are consumed
+    in order, ``sum(w.n_tiles)`` of them; ``windows`` come from ``plan_windows`` with that layout.
 
     ``base_href`` is the file URL of MiniWoB++'s ``html/miniwob/`` folder so the snapshots'
     relative URLs (images, CSS ``url()``) resolve exactly as they do in the task pages.
     """
-    t = theme
+    t, lay = theme, theme.layout
     parts = [
         "<!DOCTYPE html><html><head><meta charset='utf-8'>",
         f'<base href="{_e(base_href)}">',
@@ -498,7 +547,7 @@ def screen_html(
     # Menu bar.
     menu = [f'<span class="app">{_e(t.title)}</span>']
     menu += [_text_target("menu", m, cls="mi") for m in t.menus]
-    parts.append(f'<div class="bar menu" style="{_abs(0, 0, SCREEN_W, MENU_H)}">{"".join(menu)}</div>')
+    parts.append(f'<div class="bar menu" style="{_abs(0, 0, lay.w, MENU_H)}">{"".join(menu)}</div>')
     # Toolbar: a seeded subset of the icon set, in groups separated by rules.
     names = rng.sample(sorted(ICONS), 22)
     tool = []
@@ -507,9 +556,9 @@ def screen_html(
             tool.append('<span class="sep"></span>')
         desc, _, body = ICONS[name]
         tool.append(_icon_target("tool", desc, body))
-    parts.append(f'<div class="bar tool" style="{_abs(0, MENU_H, SCREEN_W, TOOL_H)}">{"".join(tool)}</div>')
+    parts.append(f'<div class="bar tool" style="{_abs(0, MENU_H, lay.w, TOOL_H)}">{"".join(tool)}</div>')
     # Left sidebar.
-    side_h = SCREEN_H - MAIN_Y - STATUS_H
+    side_h = lay.side_h
     rows = _sidebar_items(t, words, rng, (side_h - 30) // 17)
     side = [f'<div class="ptitle">{_e(t.sidebar_title)}</div>']
     for level, label in rows:
@@ -519,21 +568,19 @@ def screen_html(
     parts.append(f'<div class="panel" style="{_abs(0, MAIN_Y, LEFT_W, side_h)}">{"".join(side)}</div>')
     # Right panel.
     right = f'<div class="ptitle">{_e(t.right_title)}</div>' + _right_rows(t, words, rng, (side_h - 30) // 17)
-    parts.append(
-        f'<div class="panel" style="{_abs(SCREEN_W - RIGHT_W, MAIN_Y, RIGHT_W, side_h)}">{right}</div>'
-    )
+    parts.append(f'<div class="panel" style="{_abs(lay.w - RIGHT_W, MAIN_Y, RIGHT_W, side_h)}">{right}</div>')
     # Bottom panel.
     tabs = "".join(
         _text_target("tab", name, cls="tab on" if i == 0 else "tab") for i, name in enumerate(t.bottom_tabs)
     )
     bottom = f'<div class="tabs">{tabs}</div>{_bottom_body(t, words, rng)}'
     parts.append(
-        f'<div class="panel" style="{_abs(MAIN_X, MAIN_Y + MAIN_H, MAIN_W, BOTTOM_H)};border-top:1px solid #8886">{bottom}</div>'
+        f'<div class="panel" style="{_abs(MAIN_X, MAIN_Y + lay.main_h, lay.main_w, BOTTOM_H)};border-top:1px solid #8886">{bottom}</div>'
     )
     # Status bar.
     status = "".join(_text_target("status", s) for s in t.status)
     parts.append(
-        f'<div class="bar status" style="{_abs(0, SCREEN_H - STATUS_H, SCREEN_W, STATUS_H)}">{status}</div>'
+        f'<div class="bar status" style="{_abs(0, lay.h - STATUS_H, lay.w, STATUS_H)}">{status}</div>'
     )
     # Windows of MiniWoB++ tiles.
     titles = _distinct(rng, words.lorem, len(windows))

@@ -1,7 +1,7 @@
 """The built-in ScreenSpot-Pro set: a real Chromium build of a small sample, checked for the
-official layout, boxes that sit on what they name (pixels and real OCR), determinism, caching,
-and atomic installs. One small build is shared by the whole session; a second build (through
-the cache) provides the determinism comparison."""
+official layout, boxes that sit on what they name (pixels and real OCR) at every UI scale,
+determinism, caching, and atomic installs. One small build (one screen per UI scale) is shared by
+the whole session; a second build (through the cache) provides the determinism comparison."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from screenspot_pro.builder import (
 )
 
 GROUPS = {"Dev", "Creative", "CAD", "Scientific", "Office", "OS"}
-SMALL = 2  # screens in the shared build
+SMALL = 3  # screens in the shared build: consecutive themes, one per UI scale
 
 
 def _records(root: Path) -> list[dict]:
@@ -85,6 +85,39 @@ def test_official_layout_and_field_types(small_build: Path):
     manifest = json.loads((small_build / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["n_samples"] == len(ids) == SMALL * TARGETS_PER_SCREEN
     assert {r["ui_type"] for r in _records(small_build)} == {"text", "icon"}
+    assert sorted(manifest["ui_scales"]) == [f.stem for f in ann_files]
+    assert sorted(manifest["ui_scales"].values()) == [1.0, 1.5, 2.0]
+
+
+def _ink(crop: np.ndarray) -> np.ndarray:
+    """Pixels of an (h, w, 3) crop that clearly differ from its most common colour."""
+    colors, counts = np.unique(crop.reshape(-1, 3), axis=0, return_counts=True)
+    return np.abs(crop.astype(np.int16) - colors[counts.argmax()]).max(axis=2) > 60
+
+
+@pytest.mark.slow
+def test_boxes_are_in_image_pixels_at_every_ui_scale(small_build: Path, screens):
+    """Text is rendered ``scale`` times larger, and every box scales with it: its drawing is
+    centred in it and text spans its width (a CSS-px box would sit on unrelated pixels)."""
+    scales = json.loads((small_build / "manifest.json").read_text(encoding="utf-8"))["ui_scales"]
+    heights: dict[float, list[int]] = {}
+    for r in _records(small_build):
+        x1, y1, x2, y2 = r["bbox"]
+        ink = _ink(np.asarray(screens[r["img_filename"]].crop((x1, y1, x2, y2))))
+        ys, xs = np.nonzero(ink)
+        assert len(xs), r
+        cx = (xs.min() + xs.max() + 1) / 2 / (x2 - x1)
+        cy = (ys.min() + ys.max() + 1) / 2 / (y2 - y1)
+        off = 0.2 if r["ui_type"] == "text" else 0.3  # a minimize icon's bar sits low
+        assert abs(cx - 0.5) <= off and abs(cy - 0.5) <= off, (r, cx, cy)
+        if r["ui_type"] == "text":
+            assert (xs.max() - xs.min() + 1) / (x2 - x1) >= 0.5, r
+            heights.setdefault(scales[f"{r['application']}_{r['platform']}"], []).append(y2 - y1)
+    # Most text targets are one line of 9-13 CSS px type (its box ~11-15 CSS px tall).
+    medians = {s: float(np.median(h)) for s, h in heights.items()}
+    assert sorted(medians) == [1.0, 1.5, 2.0]
+    for s, m in medians.items():
+        assert 10 <= m / s <= 16, medians
 
 
 @pytest.mark.slow
@@ -181,12 +214,21 @@ def test_input_errors_name_the_bad_input(tmp_path: Path):
     assert not is_complete(foreign, BuildParams())
 
 
-def test_full_build_plan_covers_groups_and_sample_count():
+def test_full_build_plan_covers_groups_scales_and_sample_count():
     plans = builder._plan(BuildParams())
-    groups = {p.theme.group for p in plans}
-    assert len(groups) >= 3
+    assert {p.theme.group for p in plans} == GROUPS
     assert len(plans) * TARGETS_PER_SCREEN >= 120
-    assert all(len(p.tiles) >= 60 for p in plans), "screens should be dense"
+    # Each application keeps one UI scale; a third of them at each.
+    scales = {p.theme.application: p.theme.ui_scale for p in plans}
+    assert sorted(scales.values()) == [1.0, 1.0, 1.5, 1.5, 2.0, 2.0]
+    # Dense for their CSS area: a 200 % screen has a quarter of the room of a 100 % one.
+    assert all(len(p.tiles) * p.theme.ui_scale**2 >= 60 for p in plans), "screens should be dense"
+    for p in plans:
+        lay = p.theme.layout
+        assert (lay.w * lay.scale, lay.h * lay.scale) == (3840, 2160)
+        for w in p.windows:  # windows inside the main area, which is inside the CSS viewport
+            assert builder.pages.MAIN_X <= w.x and w.x + w.w <= builder.pages.MAIN_X + lay.main_w
+            assert builder.pages.MAIN_Y <= w.y and w.y + w.h <= builder.pages.MAIN_Y + lay.main_h
     assert builder._plan(BuildParams()) == plans  # seeded
 
 
@@ -204,6 +246,10 @@ def test_occurrences_are_whole_word_and_case_insensitive():
     assert builder._occurrences("ok", units) == 2
     assert builder._occurrences("form", units) == 1
     assert builder._occurrences("sub", units) == 0
+    # Letters beyond ASCII are word characters; matches do not overlap.
+    assert builder._occurrences("caf", ["café", "caf-e"]) == 1
+    assert builder._occurrences("a a", ["a a a"]) == 1
+    assert builder._occurrences("ab", "ab\nab") == 2
 
 
 def test_select_targets_respects_quotas_and_never_overlaps():
@@ -229,3 +275,12 @@ def test_select_targets_respects_quotas_and_never_overlaps():
 def test_int_box_covers_the_float_rect_and_stays_on_screen():
     assert builder._int_box([10.2, 5.0, 20.1, 9.5]) == [10, 5, 21, 10]
     assert builder._int_box([-3.0, -1.0, 5000.0, 3000.0]) == [0, 0, 3840, 2160]
+    # CSS px -> image px at a UI scale, rounded outward.
+    assert builder._int_box([10.2, 5.0, 20.1, 9.5], 1.5) == [15, 7, 31, 15]
+    assert builder._int_box([10.25, 5.5, 20.0, 9.75], 2.0) == [20, 11, 40, 20]
+    assert builder._int_box([0.0, 0.0, 2560.0, 1440.0], 1.5) == [0, 0, 3840, 2160]
+
+
+def test_layout_rejects_unknown_scales():
+    with pytest.raises(ValueError, match="1.25"):
+        builder.pages.Layout(1.25)
