@@ -350,6 +350,41 @@ def test_ignores_the_instruction_printed_on_the_page(agent):
     assert verdict.verdict == Verdict.NO and "instruction" in verdict.text, verdict.text
 
 
+def test_parallel_engines_read_what_one_engine_reads():
+    """Two OCR calls at once run on two engines (one onnxruntime thread each); the lines read do
+    not depend on which engine read them, nor on the order. Wide strips exercise detection at
+    the image's own size."""
+    import asyncio
+
+    words = ["Quarterly", "Reconcile", "Shipment", "Warranty", "Overtime", "Forecast"]
+    images = []
+    for k in range(4):
+        img = Image.new("RGB", (1600, 120), "white")
+        d = ImageDraw.Draw(img)
+        for j in range(4):
+            d.text((30 + 390 * j, 40), f"{words[(k + j) % 6]} {k}{j}", fill="black", font=font(28))
+        images.append(img)
+
+    async def read_all(agent, parallel):
+        if parallel:
+            return await asyncio.gather(*(agent._look(im) for im in images))
+        return [await agent._look(im) for im in images]
+
+    two, one = OcrAgent(engines=2), OcrAgent(engines=1)
+    together = run(read_all(two, True))
+    alone = run(read_all(one, False))
+    assert [[ln.text for ln in s.lines] for s in together] == [[ln.text for ln in s.lines] for s in alone]
+    assert all(s.lines for s in together)
+    assert f"{words[1]} 01" in [ln.text for ln in together[0].lines]
+
+
+def test_engine_options_are_checked():
+    assert (OcrAgent().threads, OcrAgent(threads=2, engines=3).engines) == (1, 3)
+    for bad in ({"threads": 0}, {"engines": -1}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            OcrAgent(**bad)
+
+
 def test_deterministic(screen):
     target = screen.tiny[4]
     region = box_around(screen.labels[target].center, 0.3 * SCREEN[0], 0.3 * SCREEN[1], SCREEN)
