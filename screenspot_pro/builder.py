@@ -24,7 +24,6 @@ Public API: ``build_sample`` / ``build_sample_async`` (build into a folder) and
 from __future__ import annotations
 
 import asyncio
-import base64
 import hashlib
 import importlib.metadata
 import json
@@ -488,20 +487,14 @@ def _png_size(data: bytes) -> tuple[int, int]:
     return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
 
 
-async def _screenshot(cdp, layout: pages.Layout, path: Path) -> None:
-    """The whole ``layout`` viewport at device resolution, as PNG, into ``path``.
+async def _screenshot(page, path: Path) -> None:
+    """The viewport at device resolution (3840x2160 at every UI scale), as PNG, into ``path``.
 
-    Through CDP rather than ``page.screenshot`` for ``optimizeForSpeed`` (zlib level 1): about
-    half of Chromium's encoding time for a 4K image, for PNGs ~20 % larger and identical pixels."""
-    # The clip is needed: without it Chromium captures its headless window, which need not match
-    # the emulated viewport. This CDP session does not share Playwright's device-metrics
-    # override, so the clip's scale asks for device resolution (the page is rasterised at it,
-    # not upsampled: pixels match ``page.screenshot`` up to anti-aliasing noise).
-    clip = {"x": 0, "y": 0, "width": layout.w, "height": layout.h, "scale": layout.scale}
-    reply = await cdp.send(
-        "Page.captureScreenshot", {"format": "png", "optimizeForSpeed": True, "clip": clip}
-    )
-    data = base64.b64decode(reply["data"])
+    Playwright's own screenshot, not a second CDP session's ``Page.captureScreenshot`` with
+    ``optimizeForSpeed``: that one is faster to encode, but it resets the device-metrics override
+    Playwright's session holds, so the page can fall back to the headless window's size (e.g.
+    3840x2073) before the hit test, and targets near the bottom edge flip at random."""
+    data = await page.screenshot(type="png")
     size = _png_size(data)
     if size != (pages.SCREEN_W, pages.SCREEN_H):
         raise RuntimeError(
@@ -510,9 +503,7 @@ async def _screenshot(cdp, layout: pages.Layout, path: Path) -> None:
     path.write_bytes(data)
 
 
-async def _render_screen(
-    page, cdp, plan: _ScreenPlan, snaps, css, words, root: Path, images_dir: Path, tmp: Path
-):
+async def _render_screen(page, plan: _ScreenPlan, snaps, css, words, root: Path, images_dir: Path, tmp: Path):
     """Compose, load, extract targets from and screenshot one screen; returns its records."""
     rng = random.Random(f"regionfocus-builtin/{plan.seed}/{plan.index}/compose")
     html_text = pages.screen_html(
@@ -535,7 +526,7 @@ async def _render_screen(
     sub = f"{theme.application}_{theme.platform}"
     img_rel = f"{sub}/screen_{plan.index:02d}.png"
     (images_dir / sub).mkdir(parents=True, exist_ok=True)
-    await _screenshot(cdp, theme.layout, images_dir / img_rel)
+    await _screenshot(page, images_dir / img_rel)
     pool = _unambiguous(found["cands"], found["units"], theme.ui_scale)
     hits = await page.evaluate(_HIT_TEST_JS, json.dumps([[c["ref"], c["css_bbox"]] for c in pool]))
     targets = _select_targets([c for c, ok in zip(pool, hits, strict=True) if ok], rng)
@@ -577,7 +568,7 @@ async def _render_screens(
     records: list[dict] = []
 
     async def worker() -> None:
-        page, cdp, page_scale = None, None, None
+        page, page_scale = None, None
         while queue:
             plan = queue.pop(0)
             if plan.theme.ui_scale != page_scale:
@@ -585,8 +576,7 @@ async def _render_screens(
                     await page.close()
                 page_scale = plan.theme.ui_scale
                 page = await contexts[page_scale].new_page()
-                cdp = await contexts[page_scale].new_cdp_session(page)
-            records.extend(await _render_screen(page, cdp, plan, snaps, css, words, root, images_dir, tmp))
+            records.extend(await _render_screen(page, plan, snaps, css, words, root, images_dir, tmp))
 
     try:
         await asyncio.gather(*(worker() for _ in range(workers)))
