@@ -491,9 +491,10 @@ async def _screenshot(page, path: Path) -> None:
     """The viewport at device resolution (3840x2160 at every UI scale), as PNG, into ``path``.
 
     Playwright's own screenshot, not a second CDP session's ``Page.captureScreenshot`` with
-    ``optimizeForSpeed``: that one is faster to encode, but it resets the device-metrics override
-    Playwright's session holds, so the page can fall back to the headless window's size (e.g.
-    3840x2073) before the hit test, and targets near the bottom edge flip at random."""
+    ``optimizeForSpeed`` (zlib level 1, about half the encoding time): with a clip, that one was
+    seen to drop the device-metrics override Playwright's session holds, so under load the page
+    fell back to the headless window's size (3840x2073) before the hit test and targets near the
+    bottom edge came and went between builds."""
     data = await page.screenshot(type="png")
     size = _png_size(data)
     if size != (pages.SCREEN_W, pages.SCREEN_H):
