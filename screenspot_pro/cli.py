@@ -133,7 +133,7 @@ def _resolve_data(arg: str) -> Path:
     if arg != "builtin":
         return Path(arg).expanduser()
     print(
-        "built-in data: rendered with Chromium on first use (a minute or two), then cached", file=sys.stderr
+        "built-in data: rendered with Chromium on first use (about 20 s), then cached", file=sys.stderr
     )
     builder = _builder()
     try:
