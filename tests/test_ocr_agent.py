@@ -352,8 +352,7 @@ def test_ignores_the_instruction_printed_on_the_page(agent):
 
 def test_parallel_engines_read_what_one_engine_reads():
     """Two OCR calls at once run on two engines (one onnxruntime thread each); the lines read do
-    not depend on which engine read them, nor on the order. Wide strips exercise detection at
-    the image's own size."""
+    not depend on which engine read them, nor on the order."""
     import asyncio
 
     words = ["Quarterly", "Reconcile", "Shipment", "Warranty", "Overtime", "Forecast"]
