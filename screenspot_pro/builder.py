@@ -41,20 +41,14 @@ from pathlib import Path
 from screenspot_pro import builder_pages as pages
 from screenspot_pro.builder_pages import THEMES, TileSnapshot, Words
 
+# The browsing harness owns how Chromium is launched here; the builder renders with the same.
+from webvoyager.browser import CHROMIUM_ARGS, DEBIAN_CHROMIUM
+
 # Bump when the output for the same parameters changes; it is part of the cache key.
 BUILD_VERSION = 2
 DEFAULT_SCREENS = 12
 TARGETS_PER_SCREEN = 12
-DEFAULT_BROWSER = "/usr/lib/chromium/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+DEFAULT_BROWSER = DEBIAN_CHROMIUM
 MANIFEST = "manifest.json"
 RECORD_FIELDS = (
     "id", "img_filename", "bbox", "img_size", "instruction", "instruction_cn",
@@ -690,7 +684,7 @@ async def build_sample_async(
             for task, s in plan.tiles:
                 wanted.setdefault(task, []).append(s)
         async with async_playwright() as pw:
-            browser = await pw.chromium.launch(executable_path=browser_path, args=CHROMIUM_ARGS)
+            browser = await pw.chromium.launch(executable_path=browser_path, args=list(CHROMIUM_ARGS))
             try:
                 context = await browser.new_context(viewport={"width": 500, "height": 400})
                 snaps, css, raw_words = await _snapshot_tasks(context, root, wanted)
