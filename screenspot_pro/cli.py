@@ -132,9 +132,7 @@ def _identity(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
 def _resolve_data(arg: str) -> Path:
     if arg != "builtin":
         return Path(arg).expanduser()
-    print(
-        "built-in data: rendered with Chromium on first use (about 20 s), then cached", file=sys.stderr
-    )
+    print("built-in data: rendered with Chromium on first use (about 20 s), then cached", file=sys.stderr)
     builder = _builder()
     try:
         return builder.builtin_dataset_dir()
