@@ -256,7 +256,9 @@ async def test_runner_crash_is_recorded_official_files_and_resume(browser, site,
 
     async def plan(image, query, n):
         if query.instruction.startswith("Crash"):
-            if n >= 2:  # fault injection from outside: kill this task's renderer
+            # n counts the calls of both tasks, which run concurrently: count this task's own.
+            own = sum(q.startswith("Crash") for q in model.full_calls)
+            if own >= 2:  # fault injection from outside: kill this task's renderer
                 for ctx in browser.playwright_browser.contexts:
                     for page in ctx.pages:
                         if page.url.endswith("?crash"):
