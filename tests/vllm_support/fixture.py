@@ -20,8 +20,9 @@ from .model_dir import ensure_tiny_model
 from .server import VllmServer, VllmSetupError, cache_root, ensure_venv, start_server
 
 # Random weights rarely emit EOS, so without a cap every call would run to the client's
-# max_tokens (the CLI's adapters ask for 1024); 48 keeps the CPU time small.
-MAX_NEW_TOKENS = 48
+# max_tokens (the CLI's adapters ask for 1024). 160 keeps the CPU time small yet makes decoding,
+# which vLLM batches, outlast the per-request preprocessing that arrives one request at a time.
+MAX_NEW_TOKENS = 160
 START_TIMEOUT_S = 420.0  # about 1 min on an idle 2-core machine; slower when the CPUs are shared
 
 
