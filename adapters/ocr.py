@@ -401,11 +401,18 @@ class OcrAgent:
         return self._reply(text, t0, usage, action=action, point=point)
 
     async def propose_point(
-        self, image: Image.Image, query: Query, avoid: Sequence[Point], avoid_on_image: bool
+        self,
+        image: Image.Image,
+        query: Query,
+        avoid: Sequence[Point],
+        avoid_on_image: bool,
+        *,
+        temperature: float | None = None,
     ) -> ModelReply:
         """The best partial evidence away from ``avoid``: a weaker match, else the densest patch of
         small marks the OCR could not read (small text is where an unread target hides), else a
-        line sharing a word with the target, else the image centre."""
+        line sharing a word with the target, else the image centre. Deterministic: ``temperature``
+        is ignored."""
         t0 = time.perf_counter()
         parsed = parse_instruction(query.instruction)
         seen = await self._look(image, avoid if avoid_on_image else ())
@@ -433,10 +440,13 @@ class OcrAgent:
             )
         return self._reply("NO: no readable text at the star", t0, usage, verdict=Verdict.NO)
 
-    async def choose(self, image: Image.Image, query: Query, options: Sequence[Option]) -> ModelReply:
+    async def choose(
+        self, image: Image.Image, query: Query, options: Sequence[Option], *, retry: int = 0
+    ) -> ModelReply:
         """The option with the best evidence at its point; ties go to the lowest number. With no
         evidence at any option it says so and leaves ``choice`` None (the core then applies its
-        documented rule: the candidate most views agreed on)."""
+        documented rule: the candidate most views agreed on). Deterministic: a retry is answered
+        the same way."""
         t0 = time.perf_counter()
         parsed = parse_instruction(query.instruction)
         starred = [o.action.point for o in options if o.on_image and o.action.point is not None]

@@ -18,14 +18,16 @@ from PIL import Image
 
 from regionfocus.actions import Action, ActionType
 from regionfocus.geometry import Point
+from regionfocus.model import Query
 
 from .backend import Message
 from .resize import ResizeSpec
 from .vlm import (
+    Prompt,
     VlmAdapter,
     bare_click,
     coords_from_value,
-    load_prompt,
+    model_extent,
     render,
     split_keys,
     typed_text,
@@ -223,68 +225,28 @@ def parse_qwen(text: str) -> Action | None:
     return bare_click(text)
 
 
-def computer_use_tool(width: int, height: int, relative: bool) -> dict:
-    """The ``computer_use`` function declaration; ``width``/``height`` is the screen the
-    model sees (the resized image, or 1000x1000 for a relative frame)."""
-    actions = [
-        "key",
-        "type",
-        "mouse_move",
-        "left_click",
-        "left_click_drag",
-        "right_click",
-        "middle_click",
-        "double_click",
-        "scroll",
-        "wait",
-        "terminate",
-    ]
-    if relative:
-        actions[-1:-1] = ["triple_click", "hscroll", "answer"]
-    action_doc = (
-        "The action to perform. key: press the keys in order, then release them in reverse "
-        "order. type: type a string of text. mouse_move: move the cursor to a coordinate. "
-        "left_click / right_click / middle_click / double_click: click at a coordinate. "
-        "left_click_drag: press the left button, drag to a coordinate, release. scroll: turn "
-        "the mouse wheel. wait: wait some seconds for a change. terminate: end the task and "
-        "report whether it succeeded."
-    )
-    if relative:
-        action_doc += " triple_click: triple-click at a coordinate. hscroll: scroll horizontally. answer: give the answer to the task."
-    return {
-        "type": "function",
-        "function": {
-            "name": "computer_use",
-            "description": render("qwen_computer_use.txt", width=width, height=height).strip(),
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "action": {"type": "string", "enum": actions, "description": action_doc},
-                    "keys": {"type": "array", "description": "Keys for action=key."},
-                    "text": {"type": "string", "description": "Text for action=type (and answer)."},
-                    "coordinate": {
-                        "type": "array",
-                        "description": "(x, y): pixels from the left edge and from the top edge.",
-                    },
-                    "pixels": {
-                        "type": "number",
-                        "description": "Scroll amount: positive scrolls up (hscroll: right), negative down (left).",
-                    },
-                    "time": {"type": "number", "description": "Seconds for action=wait."},
-                    "status": {
-                        "type": "string",
-                        "enum": ["success", "failure"],
-                        "description": "Task status for action=terminate.",
-                    },
-                },
-                "required": ["action"],
-            },
-        },
-    }
+def _coordinate(p: Point | None, to_model) -> list[int] | None:
+    if p is None:
+        return None
+    x, y = to_model(p)
+    return [round(x), round(y)]
 
 
 class QwenAdapter(VlmAdapter):
-    """Shared Qwen behaviour: tool-call prompts for actions, plain prompts for the rest."""
+    """Shared Qwen behaviour: the official ``computer_use`` function-calling system prompt for
+    grounding and live actions, plain requests for our own RegionFocus questions.
+
+    Grounding is sent as the official ScreenSpot-Pro evaluation sends it: the system prompt in
+    two text parts, the screenshot then the instruction, and the assistant turn pre-filled up
+    to the ``left_click`` coordinate (``official_prefill``); the answer is the pre-fill plus the
+    continuation. Live steps follow the Qwen2.5-VL mobile-agent cookbook: "The user query: ..."
+    with the task progress as earlier tool calls, then the screenshot.
+    """
+
+    system_files: tuple[str, ...] = ()
+    prefill_file: str | None = None
+    # The tool's action names for a finished task and a task handed back to the user.
+    finish_action = "terminate"
 
     def parse_model_action(self, text: str) -> Action | None:
         return parse_qwen(text)
@@ -292,28 +254,108 @@ class QwenAdapter(VlmAdapter):
     def fmt_point(self, x: float, y: float) -> str:
         return f"[{round(x)}, {round(y)}]"
 
-    def _zoom_note(self, v: dict[str, str]) -> str:
-        return render("qwen_zoom.txt", **v).rstrip("\n")
+    def point_format(self) -> str:
+        return "[x, y]"
 
-    def _messages(self, kind: str, image: Image.Image, v: dict[str, str]) -> list[Message]:
-        if kind in ("grounding", "agent", "focal"):
-            tool = computer_use_tool(int(v["width"]), int(v["height"]), self.frame == "relative")
-            system = load_prompt("qwen_system.txt").substitute(tools=json.dumps(tool, ensure_ascii=False))
-        else:
-            system = "You are a helpful assistant."
-        text = render(f"qwen_{kind}.txt", **v).rstrip("\n")
+    def system_parts(self, width: float, height: float) -> list[dict]:
+        """The official system message parts with the screen size the model sees."""
         return [
-            {"role": "system", "content": system.rstrip("\n")},
+            {"type": "text", "text": render(name, screen_width=f"{width:.0f}", screen_height=f"{height:.0f}")}
+            for name in self.system_files
+        ]
+
+    def own_messages(self, image: Image.Image, text: str) -> list[Message]:
+        return [
+            {"role": "system", "content": "You are a helpful assistant."},
             {"role": "user", "content": [{"type": "image", "image": image}, {"type": "text", "text": text}]},
         ]
 
+    def task_prompt(
+        self, kind: str, image: Image.Image, given: tuple[int, int], query: Query, zoomed: bool
+    ) -> Prompt:
+        ew, eh = model_extent(self.frame, image.size)
+        system = {"role": "system", "content": self.system_parts(ew, eh)}
+        note = ""
+        if zoomed and self.zoom_note:
+            note = render("qwen_zoom.txt", frame_note=self.frame_note(image.size)).rstrip("\n")
+        shot = {"type": "image", "image": image}
+        if kind == "grounding":
+            user = {"role": "user", "content": [shot, {"type": "text", "text": query.instruction + note}]}
+            prefill = render(self.prefill_file) if self.prefill_file else ""
+            return Prompt([system, user], prefill)
+        # Qwen2.5-VL cookbooks/mobile_agent.ipynb: two spaces after the colon, then
+        # "Step N: <tool call JSON>; " per earlier step.
+        text = f"The user query:  {query.instruction}"
+        steps = self.history_lines(query, given)
+        if steps:
+            progress = "".join(f"Step {i}: {line}; " for i, line in enumerate(steps, start=1))
+            text += (
+                f"\nTask progress (You have done the following operation on the current device): {progress}"
+            )
+        user = {"role": "user", "content": [{"type": "text", "text": text + note}, shot]}
+        return Prompt([system, user])
+
+    def history_lines(self, query: Query, given: tuple[int, int]) -> list[str]:
+        # The cookbook's task progress holds the tool calls alone.
+        out = []
+        for turn in query.turns:
+            action = self.turn_action(turn, query, given)
+            out.append(self.format_action(action, given) if action is not None else "{}")
+        return out
+
+    def format_action(self, action: Action, given: tuple[int, int]) -> str:
+        """The computer_use call for ``action``, coordinates in this family's frame."""
+
+        def coord(p: Point | None) -> list[int] | None:
+            return _coordinate(p, lambda q: self.to_model(q, given))
+
+        t = action.type
+        args: dict[str, Any]
+        if t == ActionType.TYPE:
+            args = {"action": "type", "text": action.text + ("\n" if action.submit else "")}
+        elif t == ActionType.HOTKEY:
+            args = {"action": "key", "keys": list(action.keys)}
+        elif t == ActionType.BACK:
+            args = {"action": "key", "keys": ["alt", "left"]}
+        elif t == ActionType.SCROLL:
+            amount = action.amount or 10
+            args = {
+                "action": "scroll",
+                "pixels": -amount if action.direction in ("down", "right") else amount,
+            }
+            if action.point is not None:
+                args["coordinate"] = coord(action.point)
+        elif t == ActionType.WAIT:
+            args = {"action": "wait", "time": action.amount or 2}
+        elif t == ActionType.FINISHED:
+            args = {"action": self.finish_action, "status": "success"}
+            if self.finish_action == "answer":
+                args = {"action": "answer", "text": action.text}
+        elif t == ActionType.CALL_USER:
+            args = {"action": "terminate", "status": "failure"}
+        elif t == ActionType.DRAG:
+            args = {"action": "left_click_drag", "coordinate": coord(action.end_point)}
+        else:
+            name = {
+                ActionType.CLICK: "left_click",
+                ActionType.DOUBLE_CLICK: "double_click",
+                ActionType.RIGHT_CLICK: "right_click",
+                ActionType.MIDDLE_CLICK: "middle_click",
+                ActionType.HOVER: "mouse_move",
+            }[t]
+            args = {"action": name, "coordinate": coord(action.point)}
+        return json.dumps({"name": "computer_use", "arguments": args}, ensure_ascii=False)
+
 
 class Qwen25Adapter(QwenAdapter):
-    """Qwen2.5-VL (3B/7B/32B/72B): absolute pixels of the resized image."""
+    """Qwen2.5-VL (3B/7B/32B/72B): absolute pixels of the resized image. Templates from the
+    official ScreenSpot-Pro evaluation (prompts/official/SOURCES.md)."""
 
     name = "qwen2.5-vl"
     frame = "absolute"
     default_resize = ResizeSpec(28, 3136, 12845056)
+    system_files = ("official/qwen25vl_screenspot_system_1.txt", "official/qwen25vl_screenspot_system_2.txt")
+    prefill_file = "official/qwen25vl_screenspot_prefill.txt"
 
 
 class Qwen3Adapter(QwenAdapter):
@@ -323,3 +365,6 @@ class Qwen3Adapter(QwenAdapter):
     name = "qwen3-vl"
     frame = "relative"
     default_resize = ResizeSpec(32, 65536, 16777216)
+    system_files = ("official/qwen25vl_screenspot_system_1.txt", "official/qwen3vl_system.txt")
+    prefill_file = None
+    finish_action = "answer"

@@ -17,10 +17,12 @@ from PIL import Image
 
 from regionfocus.actions import Action, ActionType
 from regionfocus.geometry import Point
+from regionfocus.model import Query
 
 from .backend import Message
 from .resize import ResizeSpec
 from .vlm import (
+    Prompt,
     VlmAdapter,
     bare_click,
     coords_from_value,
@@ -210,45 +212,135 @@ def parse_uitars(text: str) -> Action | None:
     return bare_click(body)
 
 
-class UiTarsAdapter(VlmAdapter):
-    """Shared UI-TARS behaviour; the versions differ in frame, resize and prompt files."""
+def _xy(p: Point) -> tuple[int, int]:
+    return round(p.x), round(p.y)
 
-    prompt_version = "uitars15"
+
+class UiTarsAdapter(VlmAdapter):
+    """Shared UI-TARS behaviour; the versions differ in frame, resize, templates and how they
+    write a point.
+
+    Live tasks are multi-turn as UI-TARS's own agent code sends them: the instruction prompt
+    first, then each earlier step as a user screenshot (the last ``history_images`` only) and
+    the assistant's own answer, then the current screenshot.
+    """
+
+    default_history_images = 4  # + the current screenshot = 5 images, vLLM's --limit-mm-per-prompt
 
     def parse_model_action(self, text: str) -> Action | None:
         return parse_uitars(text)
 
-    def _zoom_note(self, v: dict[str, str]) -> str:
-        return render("uitars_zoom.txt", **v).rstrip("\n")
+    # How this version writes a point argument: ``role`` is "point" (click, scroll), "start" or
+    # "end" (a drag's ends).
+    def point_arg(self, x: int, y: int, role: str = "point") -> str:
+        raise NotImplementedError
 
-    def _messages(self, kind: str, image: Image.Image, v: dict[str, str]) -> list[Message]:
-        name = {
-            "grounding": f"{self.prompt_version}_grounding.txt",
-            "agent": f"{self.prompt_version}_agent.txt",
-        }.get(kind, f"uitars_{kind}.txt")
-        v = {"language": self.language, **v}
-        text = render(name, **v).rstrip("\n")
-        # One user turn, the prompt then the screenshot: the order of the official examples.
-        return [
-            {"role": "user", "content": [{"type": "text", "text": text}, {"type": "image", "image": image}]}
-        ]
+    def instruction_prompt(self, kind: str, query: Query) -> str:
+        raise NotImplementedError
+
+    image_first_grounding = False
+
+    def format_action(self, action: Action, given: tuple[int, int]) -> str:
+        def arg(p: Point | None, role: str = "point") -> str:
+            if p is None:
+                return ""
+            x, y = self.to_model(p, given)
+            return self.point_arg(round(x), round(y), role)
+
+        t, start = action.type, arg(action.point)
+        if t == ActionType.TYPE:
+            content = action.text.replace("\\", "\\\\").replace("'", "\\'") + ("\\n" if action.submit else "")
+            call = f"type(content='{content}')"
+        elif t == ActionType.FINISHED:
+            text = action.text.replace("\\", "\\\\").replace("'", "\\'")
+            call = f"finished(content='{text}')" if text else "finished()"
+        elif t == ActionType.DRAG:
+            call = f"drag({arg(action.point, 'start')}, {arg(action.end_point, 'end')})"
+        elif t == ActionType.SCROLL:
+            call = f"scroll({start + ', ' if start else ''}direction='{action.direction or 'down'}')"
+        elif t == ActionType.HOTKEY:
+            call = f"hotkey(key='{' '.join(action.keys)}')"
+        else:
+            call = {
+                ActionType.CLICK: f"click({start})",
+                ActionType.DOUBLE_CLICK: f"left_double({start})",
+                ActionType.RIGHT_CLICK: f"right_single({start})",
+                ActionType.MIDDLE_CLICK: f"click({start})",
+                ActionType.HOVER: f"hover({start})",
+                ActionType.WAIT: "wait()",
+                ActionType.BACK: "hotkey(key='alt left')",
+                ActionType.CALL_USER: "call_user()",
+            }[t]
+        return f"Action: {call}"
+
+    async def task_prompt_async(
+        self, kind: str, image: Image.Image, given: tuple[int, int], query: Query, zoomed: bool
+    ) -> Prompt:
+        text = self.instruction_prompt(kind, query)
+        if zoomed and self.zoom_note:
+            text += render("uitars_zoom.txt", frame_note=self.frame_note(image.size)).rstrip("\n")
+        current = {"type": "image", "image": image}
+        if kind == "grounding":
+            text_part = {"type": "text", "text": text}
+            parts = [current, text_part] if self.image_first_grounding else [text_part, current]
+            return Prompt([{"role": "user", "content": parts}])
+        messages: list[Message] = [{"role": "user", "content": [{"type": "text", "text": text}]}]
+        keep_from = len(query.turns) - self.history_images
+        for i, turn in enumerate(query.turns):
+            if i >= keep_from and turn.image is not None:
+                shown = await self.model_image(turn.image)
+                messages.append({"role": "user", "content": [{"type": "image", "image": shown}]})
+            # The model's own words when the action was its own; a RegionFocus choice is
+            # written as the model would have written it, in the frame of that screenshot.
+            answer = turn.text
+            if not answer:
+                answer = self.format_action(turn.action, turn.size) if turn.action else "Action: wait()"
+            messages.append({"role": "assistant", "content": answer})
+        messages.append({"role": "user", "content": [current]})
+        return Prompt(messages)
 
 
 class UiTars10Adapter(UiTarsAdapter):
     """UI-TARS 1.0 (2B/7B/72B, SFT/DPO): relative 0-1000; Qwen2-VL processor, whose
-    ``max_pixels`` in the released preprocessor config is 2700*28^2."""
+    ``max_pixels`` in the released preprocessor config is 2700*28^2.
+
+    Grounding: the v1 README's grounding prompt, image before text. Live tasks: the computer
+    prompt with the task as the RegionFocus paper's appendix prints it for WebVoyager
+    (OBJECTIVE and URL under "## Other Information"). Sources in prompts/official/SOURCES.md.
+    """
 
     name = "uitars-1.0"
     frame = "relative"
     default_resize = ResizeSpec(28, 4 * 28 * 28, 2700 * 28 * 28)
-    prompt_version = "uitars10"
+    image_first_grounding = True
+
+    def point_arg(self, x: int, y: int, role: str = "point") -> str:
+        return f"{'end' if role == 'end' else 'start'}_box='<|box_start|>({x},{y})<|box_end|>'"
+
+    def instruction_prompt(self, kind: str, query: Query) -> str:
+        if kind == "grounding":
+            return render("official/uitars10_grounding.txt", instruction=query.instruction)
+        return render(
+            "official/uitars10_webvoyager_agent.txt", objective=query.instruction, url=query.url or "(none)"
+        )
 
 
 class UiTars15Adapter(UiTarsAdapter):
     """UI-TARS 1.5 (7B): absolute pixels of the smart_resized image (min 100*28^2, max
-    16384*28^2, the ``ui-tars`` package's constants)."""
+    16384*28^2, the ``ui-tars`` package's constants). Prompts: ``GROUNDING_DOUBAO`` and
+    ``COMPUTER_USE_DOUBAO``, imported from the ``ui-tars`` package (ByteDance's own)."""
 
     name = "uitars-1.5"
     frame = "absolute"
     default_resize = ResizeSpec(28, 100 * 28 * 28, 16384 * 28 * 28)
-    prompt_version = "uitars15"
+
+    def point_arg(self, x: int, y: int, role: str = "point") -> str:
+        # COMPUTER_USE_DOUBAO: click(point=...), drag(start_point=..., end_point=...)
+        return f"{'point' if role == 'point' else role + '_point'}='<point>{x} {y}</point>'"
+
+    def instruction_prompt(self, kind: str, query: Query) -> str:
+        from ui_tars.prompt import COMPUTER_USE_DOUBAO, GROUNDING_DOUBAO
+
+        if kind == "grounding":
+            return GROUNDING_DOUBAO.format(instruction=query.instruction)
+        return COMPUTER_USE_DOUBAO.format(language=self.language, instruction=query.instruction)

@@ -11,11 +11,13 @@ modules convert between the two.
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from string import Template
@@ -25,13 +27,28 @@ from PIL import Image
 
 from regionfocus.actions import Action, ActionType
 from regionfocus.geometry import Box, Point
-from regionfocus.model import ModelReply, Option, Query, Verdict
+from regionfocus.model import ModelReply, Option, Query, Turn, Verdict
 
 from .backend import ChatBackend, Message
 from .resize import Resized, ResizeSpec, resize_for_model
 
 Frame = Literal["relative", "absolute"]
 RELATIVE_SCALE = 1000.0  # UI-TARS 1.0 and Qwen3-VL write 0-1000 on each axis
+# A choice answered with a point picks the nearest candidate within this fraction of the image's
+# long side (77 px on a 3840-px screenshot): about twice a star's reach, so a point aimed at a
+# star counts and a point somewhere else does not.
+CHOICE_POINT_TOLERANCE = 0.02
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Prompt:
+    """A request as messages, and the assistant pre-fill the answer continues (may be empty)."""
+
+    messages: list[Message]
+    prefill: str = ""
+
 
 NUM = r"-?\d+(?:\.\d+)?"
 
@@ -87,13 +104,21 @@ _VERDICT_WORDS = {
     "false": Verdict.NO,
     "wrong": Verdict.NO,
 }
-# A verdict line: "Verdict: YES", "**Verdict:** no.", "... so. Verdict: No, the star is off".
-# The value is one word; after it only punctuation or a clause opened by punctuation may
-# follow, so "Verdict: not sure", "Verdict: YES or NO" and "Verdict: I do not know" read as
-# unknown.
+# A labelled verdict: "Verdict: YES", "**Verdict:** no.", "Judgement: INCORRECT" (the paper's
+# figures), "Answer: no". The value is one word; after it only punctuation or a clause opened by
+# punctuation may follow, so "Verdict: not sure", "Verdict: YES or NO" and "Verdict: I do not
+# know" read as unknown.
 _VERDICT_LINE = re.compile(
-    r"(?:^|(?<=[\s*_#>`(\[]))verdict[\s*_`]*[:=\-]\s*[*_`\"']*\s*([a-z]+)\b([^\n]*)", re.I | re.M
+    r"(?:^|(?<=[\s*_#>`(\[]))(?:final\s+)?(?:verdict|judge?ment|answer)[\s*_`]*[:=\-]\s*[*_`\"']*\s*"
+    r"([a-z]+)\b([^\n]*)",
+    re.I | re.M,
 )
+# "The answer is yes.", "so my verdict is: NO"
+_VERDICT_IS = re.compile(r"\b(?:answer|verdict|judge?ment)\s+is\s*[:\-]?\s*[*_`\"']*([a-z]+)\b([^\n]*)", re.I)
+# An answer that opens with its verdict: "Yes, the star is on File.", "NO - it is next to it.",
+# "Incorrect: wrong button." The word must be followed by punctuation (or end the line), so
+# "No verdict can be given" or "No idea" are not read as "no".
+_LEADING_WORD = re.compile(r"^[\s*_`\"'#>]*([a-z]+)[\s*_`\"']*(?:[,.;:!\-\u2013\u2014]|$)", re.I | re.M)
 _LONE_WORD = re.compile(r"^[\s*_`\"']*([a-z]+)[\s.!*_`\"']*$", re.I)
 
 
@@ -104,12 +129,14 @@ def _rest_ok(rest: str) -> bool:
 
 
 def parse_verdict(text: str) -> Verdict:
-    """The explicit final verdict of a judge answer; UNKNOWN when none can be read.
+    """A judge answer's verdict, read the way a person reads it; UNKNOWN when there is none.
 
-    Reads the last ``Verdict: X`` whose value is exactly one verdict word (yes/no, or
-    correct/incorrect, true/false, right/wrong). A whole answer that is a single such word
-    counts too. Nothing else does: never a substring test, so "I do not know", "not precise",
-    "INCORRECT" inside prose, or "NOTE" are never read as a verdict.
+    In order: the last labelled verdict (``Verdict:``/``Judgement:``/``Answer:`` followed by one
+    verdict word; an unreadable last label is UNKNOWN, earlier ones are not consulted); the
+    last "the answer is X"; an answer that opens with a verdict word followed by punctuation
+    ("Yes, ...", "NO - ...", "Incorrect: ..."); a last line that is a single verdict word.
+    Never a substring test: "I do not know", "not precise", "NOTE" or "INCORRECT" inside prose
+    are not verdicts.
     """
     if not isinstance(text, str):
         return Verdict.UNKNOWN
@@ -118,40 +145,72 @@ def parse_verdict(text: str) -> Verdict:
         if word in _VERDICT_WORDS and _rest_ok(m.group(2)):
             return _VERDICT_WORDS[word]
         return Verdict.UNKNOWN  # the last verdict is unreadable: do not look further up
-    m = _LONE_WORD.match(text.strip())
+    for m in reversed(list(_VERDICT_IS.finditer(text))):
+        word = m.group(1).lower()
+        if word in _VERDICT_WORDS and _rest_ok(m.group(2)):
+            return _VERDICT_WORDS[word]
+    stripped = text.strip()
+    m = _LEADING_WORD.match(stripped)
+    if m and m.group(1).lower() in _VERDICT_WORDS:
+        return _VERDICT_WORDS[m.group(1).lower()]
+    lines = [ln for ln in stripped.splitlines() if ln.strip()]
+    m = _LONE_WORD.match(lines[-1]) if lines else None
     if m and m.group(1).lower() in _VERDICT_WORDS:
         return _VERDICT_WORDS[m.group(1).lower()]
     return Verdict.UNKNOWN
 
 
+_NOUN = r"(?:candidate|option|star|point|number|no\.?)"
+# "Selected point: 2" (the paper's format), "Choice: 2", "Final answer: star 3".
 _CHOICE_LINE = re.compile(
-    r"(?:^|(?<=[\s*_#>`(\[]))(?:final\s+)?(?:choice|answer)[\s*_`]*[:=\-]\s*[*_`\"'#\[(]*\s*"
-    r"(?:(?:candidate|option|star|number|no\.?)\s*#?\s*)?(\d+)\b([^\n]*)",
+    r"(?:^|(?<=[\s*_#>`(\[]))(?:final\s+)?(?:selected(?:\s+(?:point|star|candidate|option))?|selection|"
+    rf"choice|answer)[\s*_`]*[:=\-]\s*[*_`\"'#\[(]*\s*(?:{_NOUN}\s*#?\s*)?(\d+)\b([^\n]*)",
     re.I | re.M,
 )
-_LONE_NUMBER = re.compile(
-    r"^[\s*_`\"'#\[(]*(?:(?:candidate|option|star|number)\s*#?\s*)?(\d+)[\s.!*_`\"')\]]*$", re.I
+# "I choose 2", "I would pick star 3", "I'll go with candidate #1", "select option 2".
+_CHOICE_VERB = re.compile(
+    r"\b(?:choose|chose|select|pick|go\s+with|opt\s+for)\s+(?:the\s+)?"
+    rf"(?:{_NOUN}\s*)?(?:number\s*)?#?\s*(\d+)\b(?!\s*[,.]\s*\d)",
+    re.I,
 )
+_CHOICE_MENTION = re.compile(rf"(?:\b{_NOUN}\s*#?\s*|#)(\d+)\b(?!\s*[,.]\s*\d)", re.I)
+_LONE_NUMBER = re.compile(
+    r"^[\s*_`\"'#\[(]*(?:(?:candidate|option|star|number|point)\s*#?\s*)?(\d+)[\s.!*_`\"')\]]*$", re.I
+)
+_COORD_TAIL = re.compile(r"^\s*[,.]?\s*[,]\s*-?\d|^\s*,\s*-?\d")
 
 
 def parse_choice(text: str, valid: Sequence[int] | None = None) -> int | None:
-    """The option number a choice answer names: the last ``Choice: N`` (optionally followed
-    by a clause: "Choice: 2, the closer one"), or an answer that is a lone number ("2",
-    "Star 2.", "**3**"). None when unreadable ("Choice: 1 or 2") or not in ``valid``; never a
-    silent default."""
+    """The option number a choice answer names, or None (never a silent default).
+
+    In order: the last labelled choice (``Selected point: N``, ``Choice: N``, optionally with a
+    clause after it); the last "I choose N" / "pick star N"; an answer that is a lone number
+    ("2", "Star 2.", "**3**"); mentions that all name one number ("star 3 is on it", "#2").
+    A labelled value that is a coordinate pair ("Selected point: 512, 300") is not a number:
+    the caller may map such a point to the nearest star. Ambiguity ("Choice: 1 or 2", "star 1
+    is off, star 2 is on") and numbers not in ``valid`` give None.
+    """
     if not isinstance(text, str):
         return None
-    matches = list(_CHOICE_LINE.finditer(text))
     n: int | None = None
+    matches = list(_CHOICE_LINE.finditer(text))
     if matches:
         last = matches[-1]
-        if not _rest_ok(last.group(2)):
+        if _COORD_TAIL.match(last.group(2)) or not _rest_ok(last.group(2)):
             return None
         n = int(last.group(1))
-    else:
+    if n is None:
+        verbs = list(_CHOICE_VERB.finditer(text))
+        if verbs:
+            n = int(verbs[-1].group(1))
+    if n is None:
         m = _LONE_NUMBER.match(text.strip())
         if m:
             n = int(m.group(1))
+    if n is None:
+        named = {int(m.group(1)) for m in _CHOICE_MENTION.finditer(text)}
+        if len(named) == 1:
+            n = named.pop()
     if n is None or (valid is not None and n not in set(valid)):
         return None
     return n
@@ -265,6 +324,7 @@ class VlmAdapter:
 
     name: str = "vlm"
     frame: Frame = "absolute"
+    default_history_images: int = 0
     default_resize: ResizeSpec = ResizeSpec(28, 4 * 28 * 28, 16384 * 28 * 28)
 
     def __init__(
@@ -278,6 +338,9 @@ class VlmAdapter:
         max_pixels: int | None = None,
         language: str = "English",
         sampling: dict[str, Any] | None = None,
+        prefill: bool = True,
+        history_images: int | None = None,
+        zoom_note: bool = False,
     ):
         d = self.default_resize
         self.resize = ResizeSpec(
@@ -290,6 +353,13 @@ class VlmAdapter:
         self.max_tokens = int(max_tokens)
         self.language = language
         self.sampling = dict(sampling or {})
+        # Pre-fill the assistant turn where the official evaluation does (Qwen grounding).
+        self.prefill = bool(prefill)
+        # Earlier screenshots shown to multi-turn families (UI-TARS); None = the family default.
+        self.history_images = self.default_history_images if history_images is None else int(history_images)
+        # Tell the model a view is magnified. Off by default: the official templates do not,
+        # and a view is then just a screenshot to the model, as in the paper.
+        self.zoom_note = bool(zoom_note)
         # The last few resized images, keyed by the identity of the image given: a round asks
         # several questions about one screenshot, and resizing 4K costs ~0.2 s each time.
         # Given images are treated as immutable: the core draws stars on copies.
@@ -359,27 +429,69 @@ class VlmAdapter:
         return Box.from_corners(a, b)
 
     # ---- messages (family hooks)
-    def _messages(self, kind: str, image: Image.Image, text_vars: dict[str, str]) -> list[Message]:
+    def task_prompt(
+        self, kind: str, image: Image.Image, given: tuple[int, int], query: Query, zoomed: bool
+    ) -> Prompt:
+        """The model's own interface for ``kind`` ("grounding" or "agent"): its official template,
+        exactly. ``image`` is already at the model's size; ``given`` is the size of the image the
+        caller gave (its pixels are the frame of ``query.view`` and of history points)."""
         raise NotImplementedError
 
-    def _history_block(self, query: Query) -> str:
-        if not query.history:
+    def format_action(self, action: Action, given: tuple[int, int]) -> str:
+        """``action`` (points in pixels of ``given``) written as this family writes actions, in
+        its own frame: how earlier steps appear in its history."""
+        raise NotImplementedError
+
+    def own_messages(self, image: Image.Image, text: str) -> list[Message]:
+        """One of our own RegionFocus requests (focal, judge, choose, region) as messages."""
+        return [
+            {"role": "user", "content": [{"type": "image", "image": image}, {"type": "text", "text": text}]}
+        ]
+
+    # ---- history, in the model's own frame
+    def turn_action(self, turn: Turn, query: Query, given: tuple[int, int]) -> Action | None:
+        """A turn's action with points in pixels of the image given now: scaled from the turn's
+        screenshot to the current one, then into the view when the request is about a view (a
+        point outside the view keeps its out-of-frame coordinates: that is where it is)."""
+        if turn.action is None:
+            return None
+        view = query.view
+
+        def to_given(p: Point) -> Point:
+            if view is not None:
+                return view.screen_to_view(p)
+            return Point(p.x * given[0] / max(turn.size[0], 1), p.y * given[1] / max(turn.size[1], 1))
+
+        return turn.action.map_points(to_given)
+
+    def history_lines(self, query: Query, given: tuple[int, int]) -> list[str]:
+        """One line per earlier step: the action in this family's syntax and frame, and what it did."""
+        lines = []
+        for turn in query.turns:
+            action = self.turn_action(turn, query, given)
+            text = self.format_action(action, given) if action is not None else "(no action)"
+            lines.append(f"{text} -> {turn.outcome}" if turn.outcome else text)
+        return lines
+
+    def _history_block(self, query: Query, given: tuple[int, int]) -> str:
+        lines = self.history_lines(query, given)
+        if not lines:
             return ""
-        lines = "\n".join(f"{i}. {h}" for i, h in enumerate(query.history, start=1))
-        return f"\n## Previous Actions\n{lines}\n"
+        body = "\n".join(f"Step {i}: {line}" for i, line in enumerate(lines, start=1))
+        return f"\nPrevious steps of this task:\n{body}\n"
 
     def _avoid_block(self, avoid: Sequence[Point], on_image: bool, given: tuple[int, int]) -> str:
         if not avoid:
             return ""
         if on_image:
             return (
-                "Numbered pink stars on the screenshot mark points that were already tried and were "
-                "wrong. Do not answer on or right next to a star: look for the target elsewhere.\n"
+                "Numbered pink stars on the screenshot mark points that were already tried here and were "
+                "wrong. Choose a different point, away from the stars.\n"
             )
         pts = ", ".join(self.fmt_point(*self.to_model(p, given)) for p in avoid)
         return (
-            f"These points were already tried and were wrong: {pts}. Do not answer on or right next "
-            "to any of them: look for the target elsewhere.\n"
+            f"These points were already tried here and were wrong: {pts}. Choose a different point, "
+            "away from them.\n"
         )
 
     def describe_option(self, option: Option, given: tuple[int, int]) -> str:
@@ -428,7 +540,7 @@ class VlmAdapter:
         r = resize_for_model(image, self.resize.factor, self.resize.min_pixels, self.resize.max_pixels)
         with self._resized_lock:
             self._resized[id(image)] = (weakref.ref(image), r)
-            while len(self._resized) > 4:
+            while len(self._resized) > 8:
                 self._resized.popitem(last=False)
         return r
 
@@ -444,83 +556,159 @@ class VlmAdapter:
         ew, eh = model_extent(self.frame, ms)
         return r.image, ms, {"frame_note": self.frame_note(ms), "width": f"{ew:.0f}", "height": f"{eh:.0f}"}
 
-    async def _complete(self, messages: list[Message]):
+    async def model_image(self, image: Image.Image) -> Image.Image:
+        """``image`` at exactly the size the model sees (cached per image)."""
+        return (await self._prepare(image))[0]
+
+    async def _complete(self, messages: list[Message], temperature: float | None = None, **extra: Any):
         if self.backend is None:
             raise ValueError(f"{self.name}: no backend; pass backend=<ChatBackend> to get_adapter")
         return await self.backend.complete(
-            messages, max_tokens=self.max_tokens, temperature=self.temperature, **self.sampling
+            messages,
+            max_tokens=self.max_tokens,
+            temperature=self.temperature if temperature is None else temperature,
+            **self.sampling,
+            **extra,
         )
+
+    async def ask(self, prompt: Prompt, temperature: float | None = None) -> tuple[str, str, Any]:
+        """Send ``prompt``; returns (answer, continuation, usage). With a pre-fill the answer is
+        the pre-fill followed by the continuation, so it parses as the model's whole message.
+
+        The pre-fill travels as a final assistant message with vLLM's ``continue_final_message``
+        (and ``add_generation_prompt: false``). A server that refuses those options (HTTP 400,
+        as OpenAI's hosted API does for unknown fields) gets the request again without the
+        pre-fill, and this adapter stops pre-filling (logged once); a server that ignores them
+        and starts a fresh message is handled by the parser, which also reads the continuation
+        alone.
+        """
+        if prompt.prefill and self.prefill:
+            messages = [*prompt.messages, {"role": "assistant", "content": prompt.prefill}]
+            try:
+                resp = await self._complete(
+                    messages, temperature, continue_final_message=True, add_generation_prompt=False
+                )
+                return prompt.prefill + resp.text, resp.text, resp.usage
+            except Exception as e:
+                if getattr(e, "status", None) != 400:
+                    raise
+                self.prefill = False
+                log.warning(
+                    "%s: the server refused the assistant pre-fill (continue_final_message) with HTTP 400; "
+                    "sending requests without it from now on (answers may then be worse than the "
+                    "official evaluation's): %s",
+                    self.name,
+                    e,
+                )
+        resp = await self._complete(prompt.messages, temperature)
+        return resp.text, resp.text, resp.usage
+
+    def _parse_answer(self, answer: str, continuation: str, size: tuple[int, int]) -> Action | None:
+        action = self.parse_action(answer, *size)
+        if action is None and continuation is not answer:
+            action = self.parse_action(continuation, *size)
+        return action
 
     async def act(self, image: Image.Image, query: Query, *, zoomed: bool = False) -> ModelReply:
         """The next action on ``image``; its points are in pixels of ``image``."""
-        resized, ms, v = await self._prepare(image)
-        v.update(instruction=query.instruction, history_block=self._history_block(query))
-        v["history_inline"] = "; ".join(query.history) if query.history else "None"
-        v["zoom_note"] = self._zoom_note(v) if zoomed else ""
+        resized = await self.model_image(image)
         kind = "agent" if query.mode == "agent" else "grounding"
-        resp = await self._complete(self._messages(kind, resized, v))
-        action = self.parse_action(resp.text, *image.size)
-        return ModelReply(resp.text, action=action, point=action.point if action else None, usage=resp.usage)
+        prompt = await self.task_prompt_async(kind, resized, image.size, query, zoomed)
+        answer, continuation, usage = await self.ask(prompt)
+        action = self._parse_answer(answer, continuation, image.size)
+        return ModelReply(answer, action=action, point=action.point if action else None, usage=usage)
 
-    def _zoom_note(self, v: dict[str, str]) -> str:
-        raise NotImplementedError
+    async def task_prompt_async(
+        self, kind: str, image: Image.Image, given: tuple[int, int], query: Query, zoomed: bool
+    ) -> Prompt:
+        """:meth:`task_prompt` after resizing the earlier screenshots a multi-turn family shows."""
+        return self.task_prompt(kind, image, given, query, zoomed)
+
+    def _own_vars(self, query: Query, given: tuple[int, int], v: dict[str, str]) -> dict[str, str]:
+        return {**v, "instruction": query.instruction, "history_block": self._history_block(query, given)}
 
     async def propose_point(
-        self, image: Image.Image, query: Query, avoid: Sequence[Point], avoid_on_image: bool
+        self,
+        image: Image.Image,
+        query: Query,
+        avoid: Sequence[Point],
+        avoid_on_image: bool,
+        *,
+        temperature: float | None = None,
     ) -> ModelReply:
-        """A focal point in pixels of ``image``, away from ``avoid`` (stars or listed)."""
+        """A focal point in pixels of ``image``, away from ``avoid`` (stars or listed). The
+        answer may be "(x, y)" (the paper's format), an action, or any bare coordinates."""
         resized, ms, v = await self._prepare(image)
-        v.update(
-            instruction=query.instruction,
-            history_block=self._history_block(query),
-            avoid_block=self._avoid_block(avoid, avoid_on_image, image.size),
-        )
-        resp = await self._complete(self._messages("focal", resized, v))
-        action = self.parse_action(resp.text, *image.size)
-        point = self.parse_point(resp.text, *image.size)
-        return ModelReply(resp.text, action=action, point=point, usage=resp.usage)
+        v = self._own_vars(query, image.size, v)
+        v["avoid_block"] = self._avoid_block(avoid, avoid_on_image, image.size)
+        v["point_format"] = self.point_format()
+        text = render("rf_focal.txt", **v).rstrip("\n")
+        answer, _, usage = await self.ask(Prompt(self.own_messages(resized, text)), temperature)
+        action = self.parse_action(answer, *image.size)
+        point = self.parse_point(answer, *image.size)
+        return ModelReply(answer, action=action, point=point, usage=usage)
+
+    def point_format(self) -> str:
+        """How a point is written in our own prompts' answer formats, in this family's frame."""
+        return "(x, y)"
 
     async def judge(self, image: Image.Image, query: Query, point: Point) -> ModelReply:
         """Is the starred ``point`` (pixels of ``image``) right? Sets ``verdict``."""
         resized, ms, v = await self._prepare(image)
-        v.update(
-            instruction=query.instruction,
-            history_block=self._history_block(query),
-            point=self.fmt_point(*self.to_model(point, image.size)),
-        )
-        resp = await self._complete(self._messages("judge", resized, v))
-        return ModelReply(resp.text, verdict=parse_verdict(resp.text), usage=resp.usage)
+        v = self._own_vars(query, image.size, v)
+        v["point"] = self.fmt_point(*self.to_model(point, image.size))
+        text = render("rf_judge.txt", **v).rstrip("\n")
+        answer, _, usage = await self.ask(Prompt(self.own_messages(resized, text)))
+        return ModelReply(answer, verdict=parse_verdict(answer), usage=usage)
 
-    async def choose(self, image: Image.Image, query: Query, options: Sequence[Option]) -> ModelReply:
-        """Pick an option by number; ``choice`` None when unreadable."""
+    async def choose(
+        self, image: Image.Image, query: Query, options: Sequence[Option], *, retry: int = 0
+    ) -> ModelReply:
+        """Pick an option by number; ``choice`` None when unreadable. An answer that gives a
+        point instead of a number picks the candidate nearest to it, if one is close enough."""
         resized, ms, v = await self._prepare(image)
+        v = self._own_vars(query, image.size, v)
         starred = [o.number for o in options if o.on_image]
         stars_note = ""
         if starred:
             stars_note = (
-                "Candidates drawn as numbered pink stars on the screenshot act where their star is; "
-                "a star's number is its candidate's number.\n"
+                "Candidates drawn as numbered pink stars on the screenshot act where their star's centre "
+                "is; a star's number is its candidate's number.\n"
             )
         if any(o.action.points and not o.on_image for o in options):
             stars_note += v["frame_note"] + "\n"
         v.update(
-            instruction=query.instruction,
-            history_block=self._history_block(query),
             stars_note=stars_note,
             options_block="\n".join(self.describe_option(o, image.size) for o in options),
+            last=str(options[-1].number) if options else "1",
         )
-        resp = await self._complete(self._messages("choose", resized, v))
-        return ModelReply(
-            resp.text, choice=parse_choice(resp.text, [o.number for o in options]), usage=resp.usage
-        )
+        text = render("rf_choose.txt" if retry == 0 else "rf_choose_retry.txt", **v).rstrip("\n")
+        answer, _, usage = await self.ask(Prompt(self.own_messages(resized, text)))
+        valid = [o.number for o in options]
+        choice = parse_choice(answer, valid)
+        if choice is None:
+            choice = self._choice_by_point(answer, options, image.size)
+        return ModelReply(answer, choice=choice, usage=usage)
+
+    def _choice_by_point(self, answer: str, options: Sequence[Option], size: tuple[int, int]) -> int | None:
+        """The option whose point is nearest to a point the answer gives, within
+        ``CHOICE_POINT_TOLERANCE`` of the image's long side; None otherwise."""
+        xy = find_coordinates(answer, 2) if isinstance(answer, str) else None
+        pointed = [o for o in options if o.action.point is not None]
+        if xy is None or not pointed:
+            return None
+        p = self.from_model(xy[0], xy[1], size)
+        best = min(pointed, key=lambda o: o.action.point.distance(p))
+        return best.number if best.action.point.distance(p) <= CHOICE_POINT_TOLERANCE * max(size) else None
 
     async def propose_box(self, image: Image.Image, query: Query, focal: Point | None) -> ModelReply:
         """A region likely to contain the target, in pixels of ``image`` (predict-region)."""
         resized, ms, v = await self._prepare(image)
+        v = self._own_vars(query, image.size, v)
         focal_note = ""
         if focal is not None:
             focal_note = f"The target is probably near {self.fmt_point(*self.to_model(focal, image.size))}.\n"
-        v.update(instruction=query.instruction, focal_note=focal_note)
-        resp = await self._complete(self._messages("region", resized, v))
-        box = self.parse_box(resp.text, *image.size)
-        return ModelReply(resp.text, box=box, usage=resp.usage)
+        v["focal_note"] = focal_note
+        text = render("rf_region.txt", **v).rstrip("\n")
+        answer, _, usage = await self.ask(Prompt(self.own_messages(resized, text)))
+        return ModelReply(answer, box=self.parse_box(answer, *image.size), usage=usage)

@@ -3,8 +3,8 @@
 Static mode (ScreenSpot-Pro): predict, self-judge, refine on rejection.
 Live mode (WebVoyager): act, execute (the caller does), observe the effect; a point action that
 changed nothing, a repeated action or an unparseable answer triggers a round. History stars
-mark the points that failed on the current screen and are cleared by the first action that
-takes effect.
+mark the RegionFocus choices that failed on the current screen (as in the paper) and are
+cleared by the first action that takes effect.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ class StaticPrediction:
     rounds: list[RefineResult] = field(default_factory=list)
     calls: list[CallRecord] = field(default_factory=list)
     wall_s: float = 0.0
+    baseline_non_point: Action | None = None  # the agent's answer when it named no point
 
     @property
     def all_calls(self) -> list[CallRecord]:
@@ -57,6 +58,7 @@ class StaticPrediction:
             "final": self.final.to_dict() if self.final else None,
             "verdict": self.verdict.value if self.verdict else None,
             "trigger": self.trigger,
+            "baseline_non_point": self.baseline_non_point.to_dict() if self.baseline_non_point else None,
             "rounds": [r.to_dict() for r in self.rounds],
             "calls": [c.to_dict() for c in self.calls],
             "wall_s": round(self.wall_s, 4),
@@ -104,14 +106,24 @@ class RegionFocusAgent:
 
     # ---------------------------------------------------------------- static mode
     async def predict(self, screenshot: Image.Image, instruction: str) -> StaticPrediction:
-        """Ground one instruction on a static screenshot (baseline and RegionFocus in one pass)."""
+        """Ground one instruction on a static screenshot (baseline and RegionFocus in one pass).
+
+        Grounding is point-only: a baseline answer without a point (type, key, finished, a scroll
+        without a point) counts as no action and triggers a round, and the final answer is a
+        point action or None. Round 1 asks for the focal point on the unannotated screenshot:
+        the rejected baseline is not starred (``star_baseline`` restores that variant); a later
+        round stars the RegionFocus choices the judge rejected.
+        """
         t0 = time.perf_counter()
         cfg = self.config
         query = Query(instruction, "grounding")
         calls: list[CallRecord] = []
         reply = await record_call(calls, "act", self.model.act(screenshot, query))
-        baseline = reply.action if reply else None
+        answered = reply.action if reply else None
+        baseline = answered if answered is not None and answered.point is not None else None
         result = StaticPrediction(baseline, baseline, None, None, calls=calls)
+        if answered is not None and baseline is None:
+            result.baseline_non_point = answered
         if not self.enabled or cfg.static_trigger == "never":
             result.wall_s = time.perf_counter() - t0
             return result
@@ -119,7 +131,7 @@ class RegionFocusAgent:
         trigger = "no-action" if baseline is None else None
         if baseline is not None and cfg.static_trigger == "always":
             trigger = "always"
-        elif baseline is not None and baseline.point is not None:
+        elif baseline is not None:
             result.verdict = await self._judge(screenshot, query, baseline.point, calls)
             trigger = (
                 "self-judge"
@@ -128,26 +140,25 @@ class RegionFocusAgent:
             )
         result.trigger = trigger
 
-        history: list[Point] = []
-        candidate = baseline
+        history: list[Point] = [baseline.point] if (cfg.star_baseline and baseline is not None) else []
+        fallback = baseline.point if baseline is not None else None
         for r in range(cfg.rounds_per_sample if trigger else 0):
-            if candidate is not None and candidate.point is not None:
-                history.append(candidate.point)  # the rejected point becomes a history star
             rnd = await self.regionfocus.refine(
-                screenshot,
-                query,
-                history=history,
-                trigger=trigger or "",
-                fallback_point=history[-1] if history else None,
+                screenshot, query, history=history, trigger=trigger or "", fallback_point=fallback
             )
             result.rounds.append(rnd)
-            if rnd.action is not None:
-                candidate = result.final = rnd.action
-            if r + 1 == cfg.rounds_per_sample or candidate is None or candidate.point is None:
+            if rnd.action is None or r + 1 == cfg.rounds_per_sample:
+                if rnd.action is not None:
+                    result.final = rnd.action
                 break
-            verdict = await self._judge(screenshot, query, candidate.point, calls)
-            if not SelfJudge(cfg.judge_unknown).fires(TriggerState(candidate, verdict=verdict)):
+            result.final = rnd.action
+            verdict = await self._judge(screenshot, query, rnd.action.point, calls)
+            if not SelfJudge(cfg.judge_unknown).fires(TriggerState(rnd.action, verdict=verdict)):
                 break
+            # A RegionFocus choice the judge rejected: a failed attempt, starred for the next round.
+            if all(rnd.action.point.distance(p) > cfg.merge_radius for p in history):
+                history.append(rnd.action.point)
+            fallback = rnd.action.point
             trigger = "self-judge"
         result.wall_s = time.perf_counter() - t0
         return result
@@ -159,7 +170,7 @@ class RegionFocusAgent:
     async def _judge(
         self, screenshot: Image.Image, query: Query, point: Point, calls: list[CallRecord]
     ) -> Verdict:
-        image = draw_landmarks(screenshot, [point], [""])
+        image = draw_landmarks(screenshot, [point], [""], scale=self.config.star_scale)
         reply = await record_call(calls, "judge", self.model.judge(image, query, point))
         return reply.verdict if reply and reply.verdict else Verdict.UNKNOWN
 
@@ -172,6 +183,7 @@ class RegionFocusAgent:
         self.rounds_on_screen = 0
         self.rounds_total = 0
         self._signature: np.ndarray | None = None
+        self._last_source: str | None = None  # who chose the action the caller will execute
 
     def _new_screen(self) -> None:
         self.history.clear()
@@ -183,8 +195,8 @@ class RegionFocusAgent:
         cfg = self.config
         return (
             self.enabled
-            and self.rounds_on_screen < cfg.max_rounds_per_screen
-            and self.rounds_total < cfg.max_rounds_per_task
+            and (cfg.max_rounds_per_screen is None or self.rounds_on_screen < cfg.max_rounds_per_screen)
+            and (cfg.max_rounds_per_task is None or self.rounds_total < cfg.max_rounds_per_task)
         )
 
     async def step(
@@ -192,6 +204,11 @@ class RegionFocusAgent:
     ) -> LiveDecision:
         """Decide the next action on the current screen. The caller executes it and reports
         the effect with :meth:`observe`."""
+        decision = await self._decide(screenshot, query, views)
+        self._last_source = decision.source
+        return decision
+
+    async def _decide(self, screenshot: Image.Image, query: Query, views: ViewSource | None) -> LiveDecision:
         signature = screen_signature(screenshot)
         if self._signature is not None and not same_screen(signature, self._signature):
             self._new_screen()
@@ -210,7 +227,8 @@ class RegionFocusAgent:
             [NoAction(), Repeat(cfg.repeat_k, cfg.repeat_radius)], TriggerState(proposed, self.recent)
         )
         if trigger and self._may_refine():
-            if trigger == "repeat" and proposed is not None and proposed.point is not None:
+            repeated = trigger == "repeat" and proposed is not None and proposed.point is not None
+            if repeated and cfg.star_agent_failures:
                 self._remember(proposed.point)
             rnd = await self._refine(screenshot, query, views, trigger, proposed.point if proposed else None)
             if rnd.action is not None:
@@ -232,18 +250,18 @@ class RegionFocusAgent:
 
     def observe(self, action: Action | None, effect: Effect) -> None:
         """Record the effect of the executed ``action``. An effective action clears the stars;
-        a point action that changed nothing becomes a star."""
+        a RegionFocus choice that changed nothing becomes a star (the base agent's own
+        no-effect actions too, with ``star_agent_failures``)."""
         if action is None:
             return
         if effect.changed:
             self._new_screen()
-            self.recent.append(action)
-            self.last_effect = effect
-            return
+        elif action.is_point_action and (
+            self._last_source == "regionfocus" or self.config.star_agent_failures
+        ):
+            self._remember(action.point)
         self.recent.append(action)
         self.last_effect = effect
-        if action.is_point_action:
-            self._remember(action.point)
 
     def _remember(self, point: Point) -> None:
         if all(point.distance(p) > self.config.merge_radius for p in self.history):

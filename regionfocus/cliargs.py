@@ -23,6 +23,44 @@ def add_regionfocus_arguments(parser: argparse.ArgumentParser) -> None:
         "--history", choices=("image", "text"), help="tried points as stars (image) or listed in text"
     )
     g.add_argument(
+        "--text-history",
+        action="store_true",
+        help="the paper's text ablation: history AND aggregation in text (same as --history text "
+        "--aggregation text)",
+    )
+    g.add_argument(
+        "--star-baseline",
+        action="store_true",
+        default=None,
+        help="static mode: star the rejected baseline point in round 1 and tell the model to look "
+        "elsewhere (the pre-0.2 behaviour; the paper stars only failed RegionFocus attempts)",
+    )
+    g.add_argument(
+        "--star-agent-failures",
+        action="store_true",
+        default=None,
+        help="live mode: also star the base agent's own no-effect and repeated actions (the paper "
+        "stars only RegionFocus choices that had no effect)",
+    )
+    g.add_argument(
+        "--star-scale",
+        type=float,
+        metavar="S",
+        help="star and label size multiplier (default 1: about 20 px radius on a 3840x2160 screenshot)",
+    )
+    g.add_argument(
+        "--max-rounds-per-screen",
+        type=int,
+        metavar="N",
+        help="live mode: RegionFocus rounds per screen (default: no cap; the step limit binds)",
+    )
+    g.add_argument(
+        "--max-rounds-per-task",
+        type=int,
+        metavar="N",
+        help="live mode: RegionFocus rounds per task (default: no cap; the step limit binds)",
+    )
+    g.add_argument(
         "--rounds",
         type=int,
         dest="rounds_per_sample",
@@ -47,6 +85,11 @@ def add_regionfocus_arguments(parser: argparse.ArgumentParser) -> None:
 def config_from_args(args: argparse.Namespace) -> RegionFocusConfig:
     """The resolved config: defaults, then the --config file, then explicit flags."""
     cfg = RegionFocusConfig.from_toml(args.config) if getattr(args, "config", None) else RegionFocusConfig()
+    if getattr(args, "text_history", False):
+        for flag in ("history", "aggregation"):
+            if getattr(args, flag, None) == "image":
+                raise ValueError(f"--text-history contradicts --{flag} image")
+        cfg = cfg.replace(history="text", aggregation="text")
     keys = (
         "proposer",
         "aggregation",
@@ -56,5 +99,10 @@ def config_from_args(args: argparse.Namespace) -> RegionFocusConfig:
         "judge_unknown",
         "sam_checkpoint",
         "sam_model_type",
+        "star_baseline",
+        "star_agent_failures",
+        "star_scale",
+        "max_rounds_per_screen",
+        "max_rounds_per_task",
     )
     return cfg.replace(**{k: getattr(args, k, None) for k in keys})

@@ -38,7 +38,17 @@ class RegionFocusConfig:
     aggregation: Literal["image", "text"] = "image"
     history: Literal["image", "text"] = "image"
     merge_radius: float = 8.0  # px; candidates closer than this are one candidate
-    choice_retries: int = 1  # an unreadable choice is asked again this many times
+    choice_retries: int = 1  # an unreadable choice is asked again, in firmer words, this many times
+    # An unparseable focal answer is asked again at these temperatures, in order (the released
+    # reference code's ladder: the first request at the model's own temperature, 0 by default,
+    # then 0.3, then 0.7).
+    focal_retry_temperatures: tuple[float, ...] = (0.3, 0.7)
+    star_scale: float = 1.0  # multiplies the default star and label size (about 20 px radius at 4K)
+    # Which failures become history stars. The paper's stars record failed RegionFocus attempts
+    # only: the rejected baseline point (static) and the base agent's own no-effect actions (live)
+    # are not starred unless these opt-in switches say so.
+    star_baseline: bool = False
+    star_agent_failures: bool = False
     # Triggers.
     static_trigger: Literal["judge", "always", "never"] = "judge"
     judge_unknown: Literal["reject", "accept"] = "reject"  # what an unreadable verdict means
@@ -46,12 +56,15 @@ class RegionFocusConfig:
     repeat_radius: float = 12.0  # px
     # Rounds and caps.
     rounds_per_sample: int = 1  # static mode; >1 re-judges the chosen point and retries with stars
-    max_rounds_per_screen: int = 3  # live mode
-    max_rounds_per_task: int = 15  # live mode
+    # Live mode caps; None = no cap, so only the harness's step limit binds (the paper reports
+    # about 6 triggers per WebVoyager trajectory under a 100-step limit).
+    max_rounds_per_screen: int | None = None
+    max_rounds_per_task: int | None = None
     seed: int = 0
 
     def __post_init__(self) -> None:
         self.ratios = tuple(tuple(float(v) for v in r) for r in self.ratios)  # type: ignore[assignment]
+        self.focal_retry_temperatures = tuple(float(t) for t in self.focal_retry_temperatures)  # type: ignore[assignment]
         if self.view_target is not None:
             self.view_target = tuple(int(v) for v in self.view_target)  # type: ignore[assignment]
         self.validate()
@@ -67,14 +80,22 @@ class RegionFocusConfig:
             if len(r) != 2 or not all(0 < v <= 1 for v in r):
                 raise ValueError(f"config ratios: each must be (w, h) in (0, 1], got {r}")
         for name in ("rounds_per_sample", "max_rounds_per_screen", "max_rounds_per_task", "repeat_k"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"config {name} must be >= 0")
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ValueError(f"config {name} must be >= 0 (or unset for no cap), got {value}")
         if self.max_zoom < 1:
             raise ValueError("config max_zoom must be >= 1")
+        if self.star_scale <= 0:
+            raise ValueError(f"config star_scale must be > 0, got {self.star_scale}")
+        if any(not 0 <= t <= 2 for t in self.focal_retry_temperatures):
+            raise ValueError(
+                f"config focal_retry_temperatures must lie in [0, 2], got {self.focal_retry_temperatures}"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d["ratios"] = [list(r) for r in self.ratios]
+        d["focal_retry_temperatures"] = list(self.focal_retry_temperatures)
         if self.view_target is not None:
             d["view_target"] = list(self.view_target)
         return {k: v for k, v in d.items() if v is not None}

@@ -45,7 +45,7 @@ def _star_polygon(c: Point, r: float) -> list[tuple[float, float]]:
 
 
 def draw_landmarks(
-    image: Image.Image, points: Sequence[Point], labels: Sequence[str] | None = None
+    image: Image.Image, points: Sequence[Point], labels: Sequence[str] | None = None, *, scale: float = 1.0
 ) -> Image.Image:
     """A copy of ``image`` with a numbered pink star at each point (screenshot pixels).
 
@@ -58,7 +58,7 @@ def draw_landmarks(
     if not points:
         return out
     draw = ImageDraw.Draw(out)
-    r = star_radius(out.size)
+    r = max(1, round(star_radius(out.size) * scale))
     font = _font(max(11, round(r * 1.3)))
     width = max(1, r // 6)
     for i, p in enumerate(points):

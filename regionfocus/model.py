@@ -15,7 +15,7 @@ from typing import Literal, Protocol, runtime_checkable
 from PIL import Image
 
 from .actions import Action
-from .geometry import Box, Point
+from .geometry import Box, Point, ViewTransform
 
 
 class Verdict(str, Enum):
@@ -25,16 +25,42 @@ class Verdict(str, Enum):
 
 
 @dataclass(frozen=True)
+class Turn:
+    """One earlier step of a live task, as the agent lived it.
+
+    ``image``: the screenshot the model was shown at that step (None when not kept).
+    ``action``: what was executed, points in pixels of ``size`` (that screenshot), or None.
+    ``text``: the model's own answer when the executed action is the one it wrote on that
+    screenshot; empty when RegionFocus chose the action (the adapter then writes the action in
+    its own format and frame). ``outcome``: what the environment reported ("changed the
+    page", "no visible effect", an error).
+    """
+
+    image: Image.Image | None
+    size: tuple[int, int]
+    action: Action | None
+    text: str = ""
+    outcome: str = ""
+
+
+@dataclass(frozen=True)
 class Query:
     """What the agent is asked to do.
 
     ``mode``: "grounding" (one instruction, one point: ScreenSpot-Pro) or "agent" (a task over
-    many steps: WebVoyager). ``history``: the previous steps' descriptions, for agent prompts.
+    many steps: WebVoyager). ``url``: the page's address, for agent prompts that show it.
+    ``turns``: the previous steps of a live task, oldest first; adapters render them the way
+    their model was trained to read them (UI-TARS: earlier screenshots and its own answers as
+    chat turns; others: history lines), coordinates always in their own frame.
+    ``view``: set on a request about a zoomed view; maps screenshot pixels to pixels of the
+    view, so history coordinates are written in the view's own frame.
     """
 
     instruction: str
     mode: Literal["grounding", "agent"] = "grounding"
-    history: tuple[str, ...] = ()
+    url: str = ""
+    turns: tuple[Turn, ...] = ()
+    view: ViewTransform | None = None
 
 
 @dataclass(frozen=True)
@@ -85,18 +111,29 @@ class GroundingModel(Protocol):
         ...
 
     async def propose_point(
-        self, image: Image.Image, query: Query, avoid: Sequence[Point], avoid_on_image: bool
+        self,
+        image: Image.Image,
+        query: Query,
+        avoid: Sequence[Point],
+        avoid_on_image: bool,
+        *,
+        temperature: float | None = None,
     ) -> ModelReply:
         """The single most relevant point for the query, away from the ``avoid`` points
-        (drawn as numbered stars on ``image`` when ``avoid_on_image``, else listed in text)."""
+        (drawn as numbered stars on ``image`` when ``avoid_on_image``, else listed in text).
+        ``temperature``: overrides the model's own for this request (the retry ladder)."""
         ...
 
     async def judge(self, image: Image.Image, query: Query, point: Point) -> ModelReply:
         """Is ``point`` (drawn as a star on ``image``) right for the query? Sets ``verdict``."""
         ...
 
-    async def choose(self, image: Image.Image, query: Query, options: Sequence[Option]) -> ModelReply:
-        """Pick one of ``options`` by number; sets ``choice`` (an option number) or leaves None."""
+    async def choose(
+        self, image: Image.Image, query: Query, options: Sequence[Option], *, retry: int = 0
+    ) -> ModelReply:
+        """Pick one of ``options`` by number; sets ``choice`` (an option number) or leaves None.
+        ``retry`` > 0: the earlier answer was unreadable; ask again, more firmly and in other
+        words (the same request at temperature 0 would return the same text)."""
         ...
 
     async def propose_box(self, image: Image.Image, query: Query, focal: Point | None) -> ModelReply:

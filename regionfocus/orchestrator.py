@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 
 from PIL import Image
 
@@ -48,84 +49,101 @@ class RegionFocus:
     ) -> RefineResult:
         """Run one round on ``screenshot`` and return the chosen action with its trace.
 
-        ``history``: points already tried on this screen (drawn as stars, or listed in text).
-        ``views``: a live environment's view source (true zoom); default crops the screenshot.
-        ``fallback_point``: where to centre the boxes if the model names no focal point
-        (typically the rejected prediction).
+        ``history``: points of earlier failed RegionFocus attempts on this screen (drawn as
+        stars, or listed in text). ``views``: a live environment's view source (true zoom);
+        default crops the screenshot. ``fallback_point``: where to centre the boxes if the model
+        names no focal point (typically the rejected prediction).
         """
         t0 = time.perf_counter()
         cfg = self.config
         calls: list[CallRecord] = []
         size = screenshot.size
         history = list(history)
+        result = RefineResult(trigger, None, None, "skipped", [], [], [], [], None, "none", history, calls)
 
-        focal, focal_source = await self._focal_point(screenshot, query, history, calls)
-        if focal is None:
-            focal, focal_source = (
-                fallback_point or Point(size[0] / 2, size[1] / 2),
-                ("fallback-prediction" if fallback_point else "fallback-center"),
-            )
-        focal = clamp_point(focal, size)
+        if getattr(self.proposer, "needs_focal", True):
+            focal, result.focal_source = await self._focal_point(screenshot, query, history, calls)
+            if focal is None:
+                focal = fallback_point or Point(size[0] / 2, size[1] / 2)
+                result.focal_source = "fallback-prediction" if fallback_point else "fallback-center"
+            result.focal = clamp_point(focal, size)
 
-        ctx = ProposalContext(screenshot, focal, query, self.model)
-        boxes = await self.proposer.propose(ctx)
+        ctx = ProposalContext(screenshot, result.focal, query, self.model)
+        result.boxes = await self.proposer.propose(ctx)
         calls += [CallRecord.from_reply(kind, r) for kind, r in ctx.replies]
+        if not result.boxes:  # predict-region without a usable box: a failed round, said so
+            result.failure = "no-box"
+            result.wall_s = time.perf_counter() - t0
+            return result
 
         target = cfg.view_target or self.model.input_size(size)
         source = views or StaticViews(screenshot, cfg.max_zoom, fit=self.model.input_size)
-        shown = await asyncio.gather(*(source.view(b, target) for b in boxes))
+        shown = await asyncio.gather(*(source.view(b, target) for b in result.boxes))
         replies = await asyncio.gather(
             *(
-                record_call(calls, f"candidate[{i}]", self.model.act(v.image, query, zoomed=True))
+                record_call(
+                    calls,
+                    f"candidate[{i}]",
+                    self.model.act(v.image, replace(query, view=v.transform), zoomed=True),
+                )
                 for i, v in enumerate(shown)
             )
         )
-        candidates = []
+        result.views = [v.describe() for v in shown]
         for i, (view, reply) in enumerate(zip(shown, replies, strict=True)):
-            if reply is not None and reply.action is not None:
-                action = reply.action.map_points(
-                    lambda p, t=view.transform: clamp_point(t.view_to_screen(p), size)
-                )
-                candidates.append(Candidate(action, [i]))
+            if reply is None or reply.action is None:
+                continue
+            action = reply.action.map_points(
+                lambda p, t=view.transform: clamp_point(t.view_to_screen(p), size)
+            )
+            # Grounding is point-only: a view that answers "type" or "finished" names no target.
+            bucket = (
+                result.dropped if query.mode == "grounding" and action.point is None else result.candidates
+            )
+            bucket.append(Candidate(action, [i]))
 
-        merged = merge_candidates(candidates, cfg.merge_radius)
-        choice, method = None, "none"
-        if len(merged) == 1:
-            choice, method = 1, "single"
-            merged[0].number = 1
-        elif merged:
-            choice, method = await self._choose(screenshot, query, merged, focal, calls)
-        action = merged[choice - 1].action if choice else None
+        result.merged = merge_candidates(result.candidates, cfg.merge_radius)
+        if len(result.merged) == 1:
+            result.choice, result.choice_method = 1, "single"
+            result.merged[0].number = 1
+        elif result.merged:
+            anchor = result.focal or fallback_point or Point(size[0] / 2, size[1] / 2)
+            result.choice, result.choice_method = await self._choose(
+                screenshot, query, result.merged, anchor, calls
+            )
+        if result.choice:
+            result.action = result.merged[result.choice - 1].action
+        else:
+            result.failure = "no-candidate"
+        result.wall_s = time.perf_counter() - t0
+        return result
 
-        return RefineResult(
-            trigger=trigger,
-            action=action,
-            focal=focal,
-            focal_source=focal_source,
-            boxes=boxes,
-            views=[v.describe() for v in shown],
-            candidates=candidates,
-            merged=merged,
-            choice=choice,
-            choice_method=method,
-            history=history,
-            calls=calls,
-            wall_s=time.perf_counter() - t0,
-        )
+    def _stars(self, image: Image.Image, points: Sequence[Point], labels: Sequence[str] | None = None):
+        return draw_landmarks(image, points, labels, scale=self.config.star_scale)
 
     async def _focal_point(
         self, screenshot: Image.Image, query: Query, history: list[Point], calls: list[CallRecord]
     ) -> tuple[Point | None, str]:
+        """Ask for the focal point; an unparseable answer is asked again up the temperature
+        ladder. A failed call (transport) is not retried here: the backend already did."""
         on_image = self.config.history == "image"
-        image = draw_landmarks(screenshot, history) if (history and on_image) else screenshot
-        reply = await record_call(calls, "focal", self.model.propose_point(image, query, history, on_image))
-        if reply is None:
-            return None, "none"
-        if reply.point is not None:
-            return reply.point, "model"
-        # Some models answer the focal request with an action; its point is as good.
-        if reply.action is not None and reply.action.point is not None:
-            return reply.action.point, "model-action"
+        image = self._stars(screenshot, history) if (history and on_image) else screenshot
+        ladder = (None, *self.config.focal_retry_temperatures)
+        for attempt, temperature in enumerate(ladder):
+            kind = "focal" if attempt == 0 else f"focal-retry{attempt}"
+            reply = await record_call(
+                calls,
+                kind,
+                self.model.propose_point(image, query, history, on_image, temperature=temperature),
+            )
+            if reply is None:
+                return None, "none"
+            point = reply.point
+            # Some models answer the focal request with an action; its point is as good.
+            if point is None and reply.action is not None:
+                point = reply.action.point
+            if point is not None:
+                return point, "model" if attempt == 0 else "model-retry"
         return None, "none"
 
     async def _choose(
@@ -139,7 +157,7 @@ class RegionFocus:
         """Ask the model to pick a candidate; numbers are 1-based and stable across retries.
 
         Point candidates come first (stars 1..k on the image, or text under aggregation=text),
-        then non-point candidates as text options.
+        then non-point candidates as text options. A retry is a different, firmer request.
         """
         on_image = self.config.aggregation == "image"
         merged.sort(key=lambda c: not c.action.is_point_action)  # stable: points first
@@ -149,13 +167,13 @@ class RegionFocus:
             options.append(Option(n, c.action, on_image and c.action.is_point_action))
         starred = [o for o in options if o.on_image]
         image = (
-            draw_landmarks(screenshot, [o.action.point for o in starred], [str(o.number) for o in starred])
+            self._stars(screenshot, [o.action.point for o in starred], [str(o.number) for o in starred])
             if starred
             else screenshot
         )
         for attempt in range(1 + self.config.choice_retries):
             kind = "choose" if attempt == 0 else f"choose-retry{attempt}"
-            reply = await record_call(calls, kind, self.model.choose(image, query, options))
+            reply = await record_call(calls, kind, self.model.choose(image, query, options, retry=attempt))
             if reply is not None and reply.choice is not None and 1 <= reply.choice <= len(options):
                 return reply.choice, "model" if attempt == 0 else "model-retry"
         return majority_choice(merged, focal), "rule"

@@ -19,16 +19,20 @@ from .model import GroundingModel, ModelReply, Query
 
 @dataclass
 class ProposalContext:
-    """Everything a proposer may use. ``replies`` collects any model calls it makes."""
+    """Everything a proposer may use. ``replies`` collects any model calls it makes.
+    ``focal`` is None only for proposers that declare ``needs_focal = False``."""
 
     screenshot: Image.Image
-    focal: Point
+    focal: Point | None
     query: Query
     model: GroundingModel | None = None
     replies: list[tuple[str, ModelReply]] = field(default_factory=list)
 
 
 class BoxProposer(Protocol):
+    """``needs_focal`` (optional attribute, default True): whether the round asks for a focal
+    point before proposing. An empty list means the round failed to find a region."""
+
     name: str
 
     async def propose(self, ctx: ProposalContext) -> list[Box]: ...
@@ -59,23 +63,24 @@ def enforce_min_size(box: Box, min_size: float, size: tuple[int, int]) -> Box:
 class PredictRegionProposer:
     """The paper's "predict-region" ablation: the model outputs the corners of one box.
 
-    Falls back to the fixed ratios when the model gives no usable box, so a round never ends
-    without views.
+    As the paper runs it: no focal request first and no hint; the box is the model's alone.
+    No usable box means no views: the round fails and says so (no silent fallback to fixed
+    ratios, which would measure the default method under the ablation's name).
     """
 
     name = "predict-region"
+    needs_focal = False
 
-    def __init__(self, min_size: float = 64, fallback: FixedRatioProposer | None = None):
+    def __init__(self, min_size: float = 64):
         self.min_size = min_size
-        self.fallback = fallback or FixedRatioProposer()
 
     async def propose(self, ctx: ProposalContext) -> list[Box]:
         if ctx.model is None:
             raise ValueError("predict-region needs the model")
-        reply = await ctx.model.propose_box(ctx.screenshot, ctx.query, ctx.focal)
+        reply = await ctx.model.propose_box(ctx.screenshot, ctx.query, None)
         ctx.replies.append(("propose_box", reply))
         if reply.box is None or reply.box.area <= 1:
-            return await self.fallback.propose(ctx)
+            return []
         return [enforce_min_size(reply.box, self.min_size, ctx.screenshot.size)]
 
 
@@ -85,7 +90,7 @@ def build_proposer(config) -> BoxProposer:
     if config.proposer == "fixed":
         return fixed
     if config.proposer == "predict-region":
-        return PredictRegionProposer(config.min_box_size, fixed)
+        return PredictRegionProposer(config.min_box_size)
     if config.proposer == "layout":
         from .layout import LayoutProposer
 

@@ -58,6 +58,11 @@ class RefineResult:
     answer), "model-retry" (its answer on the second asking), "rule" (no readable answer: the
     candidate most views agreed on, ties broken by distance to the focal point), "none" (no
     candidate at all: ``action`` is None).
+
+    ``focal_source``: "model", "model-retry" (after the temperature ladder), "fallback-prediction",
+    "fallback-center", or "skipped" (predict-region asks for the box directly). ``dropped``:
+    candidates a grounding round cannot use (no point). ``failure``: why the round chose
+    nothing ("no-box": predict-region got no usable box; "no-candidate": no view gave one).
     """
 
     trigger: str
@@ -72,6 +77,8 @@ class RefineResult:
     choice_method: str
     history: list[Point] = field(default_factory=list)
     calls: list[CallRecord] = field(default_factory=list)
+    dropped: list[Candidate] = field(default_factory=list)
+    failure: str | None = None
     wall_s: float = 0.0
 
     @property
@@ -92,6 +99,8 @@ class RefineResult:
             "choice_method": self.choice_method,
             "history": [p.to_list() for p in self.history],
             "calls": [c.to_dict() for c in self.calls],
+            "dropped": [c.to_dict() for c in self.dropped],
+            "failure": self.failure,
             "wall_s": round(self.wall_s, 4),
         }
 

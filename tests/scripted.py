@@ -65,16 +65,22 @@ class ScriptedModel:
     async def act(self, image, query, *, zoomed=False):
         return await self._answer("act", self.on_act, image, query, zoomed=zoomed)
 
-    async def propose_point(self, image, query, avoid, avoid_on_image):
+    async def propose_point(self, image, query, avoid, avoid_on_image, *, temperature=None):
         return await self._answer(
-            "focal", self.on_focal, image, query, avoid=list(avoid), avoid_on_image=avoid_on_image
+            "focal",
+            self.on_focal,
+            image,
+            query,
+            avoid=list(avoid),
+            avoid_on_image=avoid_on_image,
+            temperature=temperature,
         )
 
     async def judge(self, image, query, point: Point):
         return await self._answer("judge", self.on_judge, image, query, point=point)
 
-    async def choose(self, image, query, options):
-        return await self._answer("choose", self.on_choose, image, query, options=list(options))
+    async def choose(self, image, query, options, *, retry=0):
+        return await self._answer("choose", self.on_choose, image, query, options=list(options), retry=retry)
 
     async def propose_box(self, image, query, focal):
         return await self._answer("box", self.on_box, image, query, focal=focal)

@@ -19,7 +19,7 @@ from adapters.resize import smart_resize
 from adapters.vlm import parse_choice, parse_verdict
 from regionfocus.actions import Action, ActionType
 from regionfocus.geometry import Point
-from regionfocus.model import GroundingModel, Option, Query, Usage, Verdict
+from regionfocus.model import GroundingModel, Option, Query, Turn, Usage, Verdict
 
 FAMILIES = ["uitars-1.0", "uitars-1.5", "qwen2.5-vl", "qwen3-vl"]
 
@@ -86,6 +86,12 @@ def _red_centre(img: Image.Image) -> tuple[float, float]:
     return float(xs.mean()) + 0.5, float(ys.mean()) + 0.5
 
 
+def _red_width(img: Image.Image) -> int:
+    a = np.asarray(img.convert("RGB")).astype(int)
+    xs = np.nonzero(((a[..., 0] > 180) & (a[..., 1] < 80) & (a[..., 2] < 80)).any(axis=0))[0]
+    return int(xs.max() - xs.min() + 1) if len(xs) else 0
+
+
 def _screenshot(size, target) -> Image.Image:
     img = Image.new("RGB", size, (235, 235, 235))
     d = ImageDraw.Draw(img)
@@ -140,35 +146,59 @@ def _check_request(backend, adapter, size):
     return text
 
 
+def _turns(img):
+    own = "Thought: The Reservations link is at the top.\nAction: click(start_box='(10,10)')"
+    return (
+        Turn(img, img.size, Action(ActionType.CLICK, Point(96, 54)), own, "changed the page"),
+        Turn(img, img.size, Action(ActionType.TYPE, text="two", submit=True), "", "no visible effect"),
+    )
+
+
 @pytest.mark.parametrize("family", FAMILIES)
 async def test_every_request_renders(family):
     size = (1920, 1080)
     img = Image.new("RGB", size, "white")
     adapter, backend = _adapter(family)
     q = Query("open the Settings menu")
-    qa = Query("book a table for two", mode="agent", history=("clicked Reservations", "typed 'two'"))
+    qa = Query("book a table for two", mode="agent", url="https://example.org/", turns=_turns(img))
 
     await adapter.act(img, q)
     t = _check_request(backend, adapter, size)
-    assert "open the Settings menu" in t and "magnified" not in t and "clicked Reservations" not in t
+    assert "open the Settings menu" in t and "magnified" not in t and "Reservations" not in t
 
     await adapter.act(img, qa)
-    t = _check_request(backend, adapter, size)
-    assert "book a table for two" in t and "clicked Reservations" in t and "typed 'two'" in t
+    messages = backend.requests[-1]["messages"]
+    t = _text(messages)
+    assert not re.search(r"\$\{?[a-z_]+", t)
+    assert "book a table for two" in t
     if family.startswith("uitars"):
-        assert "Thought: ..." in t and "Action: ..." in t and "finished(content=" in t
+        assert "Thought: ..." in t and "Action: ..." in t and "finished(" in t
+        # UI-TARS reads its history as chat turns: its own answer, then the RegionFocus-chosen
+        # action written as it would write it; screenshots before each answer, current one last.
+        roles = [m["role"] for m in messages]
+        assert roles == ["user", "user", "assistant", "user", "assistant", "user"]
+        assert messages[2]["content"].startswith("Thought: The Reservations link")
+        assert messages[4]["content"] == "Action: type(content='two\\n')"
+        assert len(_images(messages)) == 3
+    else:
+        assert "The user query:  book a table for two" in t
+        assert "Task progress (You have done the following operation on the current device): Step 1: " in t
+        assert '"action": "left_click"' in t and '"action": "type", "text": "two\\n"' in t
 
     await adapter.act(img.crop((0, 0, 800, 600)), q, zoomed=True)
     t = _check_request(backend, adapter, (800, 600))
-    assert "magnified" in t
+    assert "magnified" not in t  # a view is a screenshot to the model, as in the official templates
+    noted = get_adapter(family, backend=backend, zoom_note=True)
+    await noted.act(img.crop((0, 0, 800, 600)), q, zoomed=True)
+    assert "magnified" in _check_request(backend, adapter, (800, 600))
 
     await adapter.propose_point(img, q, [Point(100, 100)], True)
     t = _check_request(backend, adapter, size)
-    assert "pink star" in t and "already tried" in t
+    assert "pink star" in t and "already tried" in t and "most relevant point" in t
 
     await adapter.judge(img, q, Point(960, 540))
     t = _check_request(backend, adapter, size)
-    assert "Verdict: YES" in t and "Verdict: NO" in t
+    assert "Verdict: YES" in t and "Verdict: NO" in t and "under the star" not in t
 
     opts = [
         Option(1, Action(ActionType.CLICK, Point(10, 10)), True),
@@ -176,7 +206,12 @@ async def test_every_request_renders(family):
     ]
     await adapter.choose(img, q, opts)
     t = _check_request(backend, adapter, size)
-    assert "Choice: N" in t and "Candidate 1: click at star 1" in t and "Candidate 2: type 'hello'" in t
+    assert (
+        "Selected point: N" in t and "Candidate 1: click at star 1" in t and "Candidate 2: type 'hello'" in t
+    )
+    await adapter.choose(img, q, opts, retry=1)
+    t2 = _check_request(backend, adapter, size)
+    assert t2 != t and "Selected point: N" in t2 and "from 1 to 2" in t2
 
     await adapter.propose_box(img, q, Point(960, 540))
     t = _check_request(backend, adapter, size)
@@ -189,12 +224,13 @@ async def test_qwen_tool_states_the_screen_the_model_sees(family, screen):
     await adapter.act(Image.new("RGB", (1920, 1080)), Query("click OK"))
     system = backend.requests[0]["messages"][0]
     assert system["role"] == "system"
-    tools = re.search(r"<tools>\n(.*)\n</tools>", system["content"], re.S).group(1)
-    tool = json.loads(tools)
+    content = "".join(p["text"] for p in system["content"])
+    tools = re.search(r"<tools>\n(.*)\n</tools>", content, re.S).group(1)
+    tool = json.loads(tools, strict=False)  # the official text has raw newlines inside strings
     assert tool["function"]["name"] == "computer_use"
     assert f"The screen's resolution is {screen}." in tool["function"]["description"]
     assert "left_click" in tool["function"]["parameters"]["properties"]["action"]["enum"]
-    assert "<tool_call>" in system["content"]
+    assert "<tool_call>" in content
 
 
 def _listed_points(text: str, family: str) -> list[tuple[float, float]]:
@@ -378,27 +414,30 @@ async def test_whole_static_round_through_the_core(family):
 
     size, target = (2000, 1200), (1561, 233)  # above UI-TARS 1.0's pixel cap: it downsizes
     kinds = []
+    seen_full: dict[str, int] = {}
 
     def model(messages):
         (img,) = _images(messages)
         text = _text(messages)
         w, h = img.size
         x, y = _red_centre(img)
-        if "Verdict: YES" in text:  # judge: is the pink star on the red square?
+        if "Verdict: YES" in text:  # judge: is the pink star's centre on the red square?
             a = np.asarray(img).astype(int)
             ys, xs = np.nonzero((a[..., 0] > 200) & (a[..., 1] < 60) & (a[..., 2] > 120))
             kinds.append("judge")
             near = abs(xs.mean() - x) < 0.01 * w and abs(ys.mean() - y) < 0.01 * h
             return "The star is on the red square.\nVerdict: YES" if near else "Verdict: NO"
-        if "magnified" in text:
-            kinds.append("zoom")
-            return _answer(family, x, y, w, h)
-        if "already tried" in text or "most relevant point" in text:
+        if "most relevant point" in text:
             kinds.append("focal")
             return _answer(family, x + 0.02 * w, y, w, h)
-        if "Choice: N" in text:
+        if "Selected point: N" in text:
             kinds.append("choose")
-            return "Choice: 1"
+            return "Selected point: 1"
+        # A view is just a screenshot to the model: it sees the square large and hits it; on
+        # the whole screen it sees the square small and misses by 300 px.
+        if _red_width(img) > 1.5 * seen_full.setdefault("w", _red_width(img)):
+            kinds.append("zoom")
+            return _answer(family, x, y, w, h)
         kinds.append("act")
         return _answer(family, x - 300 * w / size[0], y, w, h)
 

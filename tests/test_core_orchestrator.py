@@ -1,7 +1,6 @@
 """RegionFocus.refine with a scripted model: order, concurrency, merging, choice rules, history."""
 
 import asyncio
-import time
 
 import numpy as np
 import pytest
@@ -10,6 +9,7 @@ from PIL import Image
 from regionfocus import (
     Action,
     ActionType,
+    Box,
     ModelReply,
     Point,
     Query,
@@ -58,7 +58,7 @@ async def test_call_order_and_candidates_in_screenshot_pixels():
     model = ScriptedModel(
         on_focal=lambda *a, **k: ModelReply("p", point=Point(800, 500)),
         on_act=view_center_act,
-        on_choose=lambda image, query, options: ModelReply("Choice: 2", choice=2),
+        on_choose=lambda image, query, **k: ModelReply("Choice: 2", choice=2),
     )
     res = await RegionFocus(model).refine(SCREEN, Q)
     assert model.kinds() == ["focal", "act", "act", "act", "act"]
@@ -73,18 +73,15 @@ async def test_call_order_and_candidates_in_screenshot_pixels():
 
 
 async def test_candidates_run_concurrently():
-    """With 0.2 s per call, four candidates take about 0.2 s, not 0.8 s."""
+    """The four candidate requests are in flight at once (a counter, not a clock)."""
     model = ScriptedModel(
         on_focal=lambda *a, **k: ModelReply("p", point=Point(100, 100)),  # corner: boxes shift apart
         on_act=view_center_act,
-        on_choose=lambda image, query, options: ModelReply("Choice: 1", choice=1),
+        on_choose=lambda image, query, **k: ModelReply("Choice: 1", choice=1),
         latency=0.2,
     )
     res = await RegionFocus(model).refine(SCREEN, Q)
-    acts = [c for c in model.calls if c.kind == "act"]
     assert model.max_in_flight == 4
-    span = max(c.ended for c in acts) - min(c.started for c in acts)
-    assert span < 0.5, f"candidate phase took {span:.2f}s; sequential would be 0.8s"
     assert res.choice_method == "model" and len(res.merged) > 1
 
 
@@ -102,7 +99,7 @@ async def test_views_are_zoomed_to_model_input_size():
 async def test_history_stars_in_focal_request_only():
     seen = {}
 
-    def focal(image, query, avoid, avoid_on_image):
+    def focal(image, query, avoid, avoid_on_image, **k):
         seen["image"], seen["avoid"], seen["on_image"] = image, avoid, avoid_on_image
         return ModelReply("p", point=Point(300, 300))
 
@@ -129,7 +126,7 @@ async def test_image_aggregation_draws_numbered_stars_and_text_options():
     focal = Point(800, 500)
     answers = [click(700, 400), click(1000, 600), Action(ActionType.HOTKEY, keys=("enter",)), click(701, 399)]
 
-    def choose(image, query, options):
+    def choose(image, query, options, **k):
         got["image"], got["options"] = image, options
         return ModelReply("Choice: 2", choice=2)
 
@@ -138,7 +135,7 @@ async def test_image_aggregation_draws_numbered_stars_and_text_options():
         on_act=screen_answers(answers, focal),
         on_choose=choose,
     )
-    res = await RegionFocus(model).refine(SCREEN, Q)
+    res = await RegionFocus(model).refine(SCREEN, Query("press enter on the form", "agent"))
     opts = got["options"]
     assert [o.number for o in opts] == [1, 2, 3]
     assert [o.on_image for o in opts] == [True, True, False]  # points drawn first, hotkey as text
@@ -170,10 +167,11 @@ async def test_unparseable_choice_is_asked_again_then_resolved_by_rule_not_candi
     model = ScriptedModel(
         on_focal=lambda *a, **k: ModelReply("p", point=focal),
         on_act=screen_answers(answers, focal),
-        on_choose=lambda image, query, options: ModelReply("I think the best one is the blue"),
+        on_choose=lambda image, query, **k: ModelReply("I think the best one is the blue"),
     )
     res = await RegionFocus(model).refine(SCREEN, Q)
-    assert model.kinds().count("choose") == 2  # asked once more
+    assert model.kinds().count("choose") == 2  # asked once more, in other words
+    assert [c.kwargs["retry"] for c in model.calls if c.kind == "choose"] == [0, 1]
     assert res.choice_method == "rule"
     # The rule: most views agree (candidate at ~(1000, 600), proposed by two views); not "1".
     assert res.action.point.distance(Point(1000, 600)) < 1 and res.choice == 2
@@ -205,8 +203,7 @@ async def test_failures_are_recorded_not_raised():
     assert res2.focal_source == "fallback-center" and res2.focal == Point(800, 500)
 
 
-async def test_predict_region_ablation_uses_model_box():
-    from regionfocus import Box
+async def test_predict_region_ablation_asks_for_the_box_directly():
 
     model = ScriptedModel(
         on_focal=lambda *a, **k: ModelReply("p", point=Point(800, 500)),
@@ -217,11 +214,29 @@ async def test_predict_region_ablation_uses_model_box():
         SCREEN, Q
     )
     assert len(res.boxes) == 1 and res.boxes[0].width == 64 and res.boxes[0].height == 64
-    assert "propose_box" in [c.kind for c in res.calls]
-    # No usable box: falls back to the fixed ratios.
+    # As the paper runs it: no focal request first, no hint in the box request.
+    assert "focal" not in model.kinds() and res.focal is None and res.focal_source == "skipped"
+    assert next(c for c in model.calls if c.kind == "box").kwargs["focal"] is None
+    assert [c.kind for c in res.calls][0] == "propose_box"
+    # No usable box: a failed round, said so; never a silent fallback to fixed boxes.
     model.on_box = lambda *a, **k: ModelReply("nope")
     res = await RegionFocus(model, RegionFocusConfig(proposer="predict-region")).refine(SCREEN, Q)
-    assert len(res.boxes) == 4
+    assert res.boxes == [] and res.action is None and res.failure == "no-box"
+    assert res.to_dict()["failure"] == "no-box"
+
+
+async def test_unparseable_focal_is_asked_again_up_the_temperature_ladder():
+    answers = iter([ModelReply("I am not sure."), ModelReply("hmm"), ModelReply("p", point=Point(640, 410))])
+    model = ScriptedModel(on_focal=lambda *a, **k: next(answers), on_act=view_center_act)
+    res = await RegionFocus(model).refine(SCREEN, Q)
+    temps = [c.kwargs["temperature"] for c in model.calls if c.kind == "focal"]
+    assert temps == [None, 0.3, 0.7]  # the model's own (0 by default), then the released ladder
+    assert res.focal == Point(640, 410) and res.focal_source == "model-retry"
+    assert [c.kind for c in res.calls][:3] == ["focal", "focal-retry1", "focal-retry2"]
+    # Every rung unparseable: the fallback point, and no fourth request.
+    model = ScriptedModel(on_focal=lambda *a, **k: ModelReply("??"), on_act=view_center_act)
+    res = await RegionFocus(model).refine(SCREEN, Q, fallback_point=Point(10, 20))
+    assert model.kinds().count("focal") == 3 and res.focal_source == "fallback-prediction"
 
 
 def test_merge_and_majority_helpers():
@@ -238,17 +253,21 @@ def test_merge_and_majority_helpers():
 
 def test_refine_is_usable_without_an_event_loop():
     model = ScriptedModel(on_focal=lambda *a, **k: ModelReply("p", point=Point(5, 5)), on_act=view_center_act)
-    t0 = time.perf_counter()
     res = asyncio.run(RegionFocus(model).refine(SCREEN, Q))
-    assert res.action is not None and time.perf_counter() - t0 < 5
+    assert res.action is not None
 
 
 @pytest.mark.parametrize("proposer", ["fixed", "predict-region"])
 def test_trace_serialises(proposer):
     import json
 
-    model = ScriptedModel(on_focal=lambda *a, **k: ModelReply("p", point=Point(5, 5)), on_act=view_center_act)
+    model = ScriptedModel(
+        on_focal=lambda *a, **k: ModelReply("p", point=Point(5, 5)),
+        on_box=lambda *a, **k: ModelReply("box", box=Box(0, 0, 300, 200)),
+        on_act=view_center_act,
+    )
     res = asyncio.run(RegionFocus(model, RegionFocusConfig(proposer=proposer)).refine(SCREEN, Q))
     d = json.loads(json.dumps(res.to_dict()))
-    assert d["focal"] == [5.0, 5.0] and len(d["views"]) == len(d["boxes"])
+    assert len(d["views"]) == len(d["boxes"])
+    assert d["focal"] == ([5.0, 5.0] if proposer == "fixed" else None)
     assert {"size", "box", "scale_x", "scale_y"} <= set(d["views"][0])

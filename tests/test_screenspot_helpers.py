@@ -107,7 +107,7 @@ class ColourModel:
         text = f"Thought: there it is.{extra}\nAction: click(start_box='({p.x:.0f},{p.y:.0f})')"
         return self._reply(text, action=Action(ActionType.CLICK, p), point=p)
 
-    async def propose_point(self, image, query, avoid, avoid_on_image) -> ModelReply:
+    async def propose_point(self, image, query, avoid, avoid_on_image, *, temperature=None) -> ModelReply:
         await self._begin("focal", query)
         if "[mute]" in query.instruction:
             return self._reply("no idea")
@@ -125,7 +125,7 @@ class ColourModel:
         )
         return self._reply("Yes." if ok else "No, that is not it.", verdict=Verdict.YES if ok else Verdict.NO)
 
-    async def choose(self, image, query, options) -> ModelReply:
+    async def choose(self, image, query, options, *, retry=0) -> ModelReply:
         await self._begin("choose", query)
         target = self.rough(image, self._colour(query))
         pts = [o for o in options if o.action.point is not None]

@@ -91,13 +91,13 @@ class ScriptedModel:
         action = await self.plan(image, query, len(self.full_calls))
         return ModelReply(f"plan step {len(self.full_calls)}", action=action)
 
-    async def propose_point(self, image, query, avoid, avoid_on_image):
+    async def propose_point(self, image, query, avoid, avoid_on_image, *, temperature=None):
         return ModelReply("focal", point=self.focal)
 
     async def judge(self, image, query, point):
         return ModelReply("yes", verdict=Verdict.YES)
 
-    async def choose(self, image, query, options):
+    async def choose(self, image, query, options, *, retry=0):
         return ModelReply("1", choice=1)
 
     async def propose_box(self, image, query, focal):

@@ -14,7 +14,7 @@ import time
 import traceback
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from PIL import Image
@@ -22,7 +22,7 @@ from PIL import Image
 from regionfocus.actions import ActionType
 from regionfocus.agent import RegionFocusAgent
 from regionfocus.geometry import Box
-from regionfocus.model import Query
+from regionfocus.model import Query, Turn
 from regionfocus.views import View, ViewSource
 
 from . import miniwob
@@ -36,10 +36,12 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class RunSettings:
-    """``max_steps``: actions per task (the official harness uses 15). ``task_zoom``: CSS
-    zoom of MiniWoB++ pages. ``allow_domains``: optional navigation allow-list."""
+    """``max_steps``: actions per task (the RegionFocus paper's main WebVoyager setting is 100;
+    the official harness uses 15). ``task_zoom``: CSS zoom of MiniWoB++ pages.
+    ``allow_domains``: optional navigation allow-list. ``keep_screens``: earlier screenshots
+    kept in memory for agents that are shown them (UI-TARS)."""
 
-    max_steps: int = 15
+    max_steps: int = 100
     viewport: tuple[int, int] = (1440, 1440)
     concurrency: int = 1
     task_zoom: float = miniwob.DEFAULT_ZOOM
@@ -48,6 +50,7 @@ class RunSettings:
     settle_s: float = 0.25
     progress: bool = True
     env_overrides: dict = field(default_factory=dict)
+    keep_screens: int = 8
 
     def env_config(self, task: WebTask) -> EnvConfig:
         return EnvConfig(
@@ -79,12 +82,19 @@ class RecordingViews:
         return out
 
 
-def _history_line(n: int, step: dict) -> str:
-    effect = step.get("effect") or {}
-    outcome = "changed the page" if effect.get("changed") else "no visible effect"
+def _outcome(step: dict) -> str:
     if step.get("error"):
-        outcome = f"error: {step['error']}"
-    return f"step {n}: {step['action_text']} -> {outcome}"
+        return f"error: {step['error']}"
+    if step.get("action") is None:
+        return "no action"
+    return "changed the page" if (step.get("effect") or {}).get("changed") else "no visible effect"
+
+
+def _turn(shot: Image.Image, decision, step: dict) -> Turn:
+    """The step as the agent's history holds it: the model's own answer when the executed
+    action is the one it wrote on this screenshot, else only the action (RegionFocus chose it)."""
+    own = decision.source == "agent"
+    return Turn(shot, shot.size, decision.action, decision.text if own else "", _outcome(step))
 
 
 async def run_task(
@@ -97,6 +107,7 @@ async def run_task(
     steps: list[dict] = []
     official_steps: list[dict] = []
     answer: str | None = None
+    ended = "max-steps"  # finished | call_user | done (MiniWoB++ episode over) | max-steps | error
     error: str | None = None
     status: miniwob.EpisodeStatus | None = None
     instruction = task.ques
@@ -110,14 +121,14 @@ async def run_task(
             if nav_error:
                 raise _TaskError(nav_error)
         shot = await env.observe()
-        history: list[str] = []
+        turns: list[Turn] = []
         unsaved: Image.Image | None = None  # the screen the last action left, not yet saved
         for n in range(1, settings.max_steps + 1):
             save_png(folder / f"screenshot{n}.png", shot)
             unsaved = None
             url = env.page.url if env.page else ""
             ts = time.perf_counter()
-            query = Query(instruction, "agent", history=tuple(history))
+            query = Query(instruction, "agent", url=url, turns=tuple(turns))
             decision = await agent.step(shot, query, views=views)
             view_files = []
             for k, img in enumerate(views.take()):
@@ -143,12 +154,15 @@ async def run_task(
             steps.append(step)
             official_steps.append({"text": decision.text, "action": action})
             if action is not None and action.type in (ActionType.FINISHED, ActionType.CALL_USER):
-                answer = action.text
+                # call_user hands the task back: an ending, not an answer (the official message
+                # file says "CallUser", never "ANSWER").
+                ended = action.type.value
+                answer = action.text if action.type == ActionType.FINISHED else None
                 step["wall_s"] = round(time.perf_counter() - ts, 3)
                 break
             if action is None:
                 step["wall_s"] = round(time.perf_counter() - ts, 3)
-                history.append(_history_line(n, step))
+                _remember(turns, _turn(shot, decision, step), settings.keep_screens)
                 continue
             last = await env.act(action)
             unsaved = last.screenshot
@@ -160,7 +174,7 @@ async def run_task(
                 error=last.error,
                 url_after=last.url,
             )
-            history.append(_history_line(n, step))
+            _remember(turns, _turn(shot, decision, step), settings.keep_screens)
             if last.crashed:
                 raise _TaskError(f"page crashed at step {n}")
             if task.kind == "miniwob":
@@ -168,6 +182,7 @@ async def run_task(
                 step["miniwob"] = asdict(status)
             step["wall_s"] = round(time.perf_counter() - ts, 3)
             if status is not None and status.done:
+                ended = "done"
                 break
             if last.screenshot is None:
                 raise _TaskError(f"no screenshot after step {n}: {last.error}")
@@ -175,9 +190,9 @@ async def run_task(
         if unsaved is not None:  # the final screen: the judge's most useful picture
             save_png(folder / f"screenshot{len(steps) + 1}.png", unsaved)
     except _TaskError as e:
-        error = str(e)
+        error, ended = str(e), "error"
     except Exception as e:  # noqa: BLE001 - one task's failure must not end the run
-        error = f"{type(e).__name__}: {e}"
+        error, ended = f"{type(e).__name__}: {e}", "error"
         log.warning("task %s failed:\n%s", task.id, traceback.format_exc())
     if task.kind == "miniwob" and status is None and error is None:
         try:
@@ -198,6 +213,7 @@ async def run_task(
         "raw_reward": status.raw_reward if status else None,
         "done": status.done if status else None,
         "answer": answer,
+        "ended": ended,
         "steps": len(steps),
         "regionfocus_rounds": agent.rounds_total,
         "model_calls": sum(s["model_calls"] for s in steps),
@@ -214,6 +230,14 @@ async def run_task(
     )
     write_json(folder / "interact_messages.json", interact_messages(instruction, task.web, official_steps))
     return record
+
+
+def _remember(turns: list[Turn], turn: Turn, keep_screens: int) -> None:
+    """Append ``turn``; screenshots older than the last ``keep_screens`` are let go."""
+    turns.append(turn)
+    old = len(turns) - keep_screens - 1
+    if old >= 0 and turns[old].image is not None:
+        turns[old] = replace(turns[old], image=None)
 
 
 class _TaskError(Exception):
@@ -280,6 +304,7 @@ def _failed_record(task: WebTask, error: str) -> dict:
         "raw_reward": None,
         "done": None,
         "answer": None,
+        "ended": "error",
         "steps": 0,
         "regionfocus_rounds": 0,
         "model_calls": 0,

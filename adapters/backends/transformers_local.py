@@ -127,8 +127,16 @@ class TransformersBackend:
             self._load_locked()
             processor, model = self._processor, self._model
             template_messages, images = _split_images(messages)
+            # An assistant pre-fill (the adapter's last message) is continued, as vLLM does with
+            # ``continue_final_message``: the answer is the continuation only.
+            prefilled = (
+                bool(sampling.get("continue_final_message")) and template_messages[-1]["role"] == "assistant"
+            )
             prompt = processor.apply_chat_template(
-                template_messages, add_generation_prompt=True, tokenize=False
+                template_messages,
+                add_generation_prompt=not prefilled,
+                continue_final_message=prefilled,
+                tokenize=False,
             )
             proc_kwargs: dict[str, Any] = {"text": [prompt], "return_tensors": "pt"}
             if images:
