@@ -1,4 +1,4 @@
-"""``regionfocus parse`` and ``regionfocus serve-command``: the adapters' own subcommands.
+"""``regionfocus parse``, ``serve-command`` and ``show-prompt``: the adapters' own subcommands.
 
 The top-level CLI forwards here with ``adapters.cli.main(["parse", ...])``.
 """
@@ -34,6 +34,25 @@ def build_parser() -> argparse.ArgumentParser:
     pp.add_argument("--model", required=True, choices=VLM_FAMILIES, help="model family")
     pp.add_argument("--size", required=True, type=_size, metavar="WxH", help="original screenshot size")
     pp.add_argument("text", nargs="+", help="the answer text ('-' reads standard input)")
+    show = sub.add_parser(
+        "show-prompt",
+        help="print exactly the request a family sends (JSON body, images abbreviated)",
+        description="Print the chat-completions JSON body --agent would send for one request, as it "
+        "goes over the wire: the model's own template, the screenshot at the size the model sees "
+        "(its base64 abbreviated), sampling options and any assistant pre-fill.",
+    )
+    show.add_argument("--agent", required=True, choices=VLM_FAMILIES, help="model family")
+    show.add_argument(
+        "--kind",
+        choices=SHOW_KINDS,
+        default="grounding",
+        help="grounding (ScreenSpot-Pro), agent (a WebVoyager step with one earlier step), zoomed (a "
+        "candidate request on a view), or one of our RegionFocus requests: focal, judge, choose, "
+        "region (default grounding)",
+    )
+    show.add_argument("--size", type=_size, default=(3840, 2160), metavar="WxH", help="screenshot size")
+    show.add_argument("--instruction", default="open the Layers panel", help="the instruction or task")
+    show.add_argument("--model", default="MODEL", help="model name put in the body (default MODEL)")
     sp = sub.add_parser("serve-command", help="print the recommended `vllm serve` line for a family")
     sp.add_argument("--model", required=True, choices=VLM_FAMILIES, help="model family")
     sp.add_argument(
@@ -42,10 +61,83 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+SHOW_KINDS = ("grounding", "agent", "zoomed", "focal", "judge", "choose", "region")
+
+
+class _Capture:
+    """A backend that records the body a real OpenAI-compatible request would carry."""
+
+    def __init__(self, model: str):
+        from .backends.openai_http import OpenAIBackend
+
+        self.http = OpenAIBackend(["http://127.0.0.1:8000/v1"], model)
+        self.bodies: list[dict] = []
+
+    async def complete(self, messages, **options):
+        from .backend import ChatResponse
+
+        self.bodies.append(self.http.request_body(messages, **options))
+        return ChatResponse("")
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _abbreviate(value):
+    """The body with each data URL shortened to its media type and size."""
+    if isinstance(value, dict):
+        return {k: _abbreviate(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_abbreviate(v) for v in value]
+    if isinstance(value, str) and value.startswith("data:image/"):
+        head, _, data = value.partition(",")
+        return f"{head},<{len(data) * 3 // 4} bytes>"
+    return value
+
+
+async def show_prompt(agent: str, kind: str, size: tuple[int, int], instruction: str, model: str) -> list[dict]:
+    """The request bodies ``agent`` sends for one ``kind`` of request on a blank screenshot."""
+    from PIL import Image
+
+    from regionfocus.actions import Action, ActionType
+    from regionfocus.geometry import Point
+    from regionfocus.model import Option, Query, Turn
+
+    capture = _Capture(model)
+    adapter = get_adapter(agent, backend=capture)
+    shot = Image.new("RGB", size, (240, 240, 240))
+    w, h = size
+    query = Query(instruction)
+    if kind == "grounding":
+        await adapter.act(shot, query)
+    elif kind == "agent":
+        earlier = Turn(shot, size, Action(ActionType.CLICK, Point(w / 4, h / 4)), "", "changed the page")
+        await adapter.act(shot, Query(instruction, "agent", url="https://example.org/", turns=(earlier,)))
+    elif kind == "zoomed":
+        await adapter.act(shot.crop((0, 0, w // 2, h // 2)), query, zoomed=True)
+    elif kind == "focal":
+        await adapter.propose_point(shot, query, [], True)
+    elif kind == "judge":
+        await adapter.judge(shot, query, Point(w / 2, h / 2))
+    elif kind == "choose":
+        options = [Option(1, Action(ActionType.CLICK, Point(w / 3, h / 3)), True)]
+        options.append(Option(2, Action(ActionType.CLICK, Point(2 * w / 3, h / 3)), True))
+        await adapter.choose(shot, query, options)
+    else:
+        await adapter.propose_box(shot, query, None)
+    return [_abbreviate(b) for b in capture.bodies]
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "serve-command":
         print(serve_command(args.model, args.model_path))
+        return 0
+    if args.command == "show-prompt":
+        import asyncio
+
+        bodies = asyncio.run(show_prompt(args.agent, args.kind, args.size, args.instruction, args.model))
+        print(json.dumps(bodies[0] if len(bodies) == 1 else bodies, indent=2, ensure_ascii=False))
         return 0
     text = sys.stdin.read() if args.text == ["-"] else " ".join(args.text)
     adapter = get_adapter(args.model)

@@ -14,6 +14,7 @@ COMMANDS = {
     "webvoyager": ("webvoyager.cli", "browse live pages in Chromium (WebVoyager tasks, MiniWoB++ offline)"),
     "parse": ("adapters.cli", "parse a model answer into an action in original-screenshot pixels"),
     "serve-command": ("adapters.cli", "print the recommended `vllm serve` line for a model family"),
+    "show-prompt": ("adapters.cli", "print exactly the request a model family is sent (templates, pre-fill)"),
 }
 
 USAGE = """usage: regionfocus COMMAND [options]
@@ -32,6 +33,7 @@ examples:
   regionfocus webvoyager --tasks miniwob --agent ocr
   regionfocus parse --model uitars-1.5 --size 3840x2160 "Action: click(start_box='(512,300)')"
   regionfocus serve-command --model qwen2.5-vl
+  regionfocus show-prompt --agent qwen2.5-vl --kind grounding
 
 `regionfocus COMMAND --help` explains each command.
 """

@@ -161,22 +161,9 @@ class OpenAIBackend:
         and retries included); ``usage.endpoint`` the base URL that answered. Raises
         :class:`BackendError` once retries are spent or on a non-retryable 4xx."""
         started = time.perf_counter()
-        wire_messages = await asyncio.to_thread(self._to_wire, messages)
-        kwargs: dict[str, Any] = {
-            "model": self.model,
-            "messages": wire_messages,
-            "max_tokens": int(max_tokens),
-            "temperature": float(temperature),
-        }
-        extra = dict(self.extra_body)
-        for name, value in sampling.items():
-            if name in _NAMED_PARAMS:
-                kwargs[name] = value
-            else:
-                extra[name] = value
-        if extra:
-            kwargs["extra_body"] = extra
-
+        kwargs = await asyncio.to_thread(
+            self.request_kwargs, messages, max_tokens=max_tokens, temperature=temperature, **sampling
+        )
         semaphore = self._bind_loop()
         attempts = 0
         while True:
@@ -229,6 +216,33 @@ class OpenAIBackend:
                     endpoint=endpoint.base_url,
                 ),
             )
+
+    def request_kwargs(
+        self, messages: list[Message], *, max_tokens: int = 512, temperature: float = 0.0, **sampling: Any
+    ) -> dict[str, Any]:
+        """The arguments of ``chat.completions.create`` for this request: named parameters, and
+        everything else (vLLM's ``continue_final_message``, ``top_k``, ...) in ``extra_body``,
+        which the client merges into the JSON body. Images are encoded here."""
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": self._to_wire(messages),
+            "max_tokens": int(max_tokens),
+            "temperature": float(temperature),
+        }
+        extra = dict(self.extra_body)
+        for name, value in sampling.items():
+            if name in _NAMED_PARAMS:
+                kwargs[name] = value
+            else:
+                extra[name] = value
+        if extra:
+            kwargs["extra_body"] = extra
+        return kwargs
+
+    def request_body(self, messages: list[Message], **options: Any) -> dict[str, Any]:
+        """The JSON body the server receives (``extra_body`` merged in, as the client sends it)."""
+        kwargs = self.request_kwargs(messages, **options)
+        return {**{k: v for k, v in kwargs.items() if k != "extra_body"}, **kwargs.get("extra_body", {})}
 
     async def aclose(self) -> None:
         for endpoint in self._endpoints:
