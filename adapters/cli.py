@@ -95,7 +95,9 @@ def _abbreviate(value):
     return value
 
 
-async def show_prompt(agent: str, kind: str, size: tuple[int, int], instruction: str, model: str) -> list[dict]:
+async def show_prompt(
+    agent: str, kind: str, size: tuple[int, int], instruction: str, model: str
+) -> list[dict]:
     """The request bodies ``agent`` sends for one ``kind`` of request on a blank screenshot."""
     from PIL import Image
 

@@ -360,11 +360,15 @@ class Qwen25Adapter(QwenAdapter):
 
 class Qwen3Adapter(QwenAdapter):
     """Qwen3-VL: relative 0-1000, factor 32 (patch 16 x merge 2). Pixel limits from its
-    released preprocessor config (shortest_edge 65536, longest_edge 16777216 pixels)."""
+    released preprocessor config (shortest_edge 65536, longest_edge 16777216 pixels).
+
+    The official ScreenSpot-Pro evaluation has no Qwen3-VL file; grounding is sent the way it
+    sends Qwen2.5-VL's (same system layout, same ``left_click`` pre-fill), with the
+    ``computer_use`` declaration of the Qwen3-VL cookbook and its 1000x1000 screen."""
 
     name = "qwen3-vl"
     frame = "relative"
     default_resize = ResizeSpec(32, 65536, 16777216)
     system_files = ("official/qwen25vl_screenspot_system_1.txt", "official/qwen3vl_system.txt")
-    prefill_file = None
+    prefill_file = "official/qwen25vl_screenspot_prefill.txt"
     finish_action = "answer"

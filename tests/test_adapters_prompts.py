@@ -218,6 +218,30 @@ async def test_every_request_renders(family):
     assert "x1, y1, x2, y2" in t
 
 
+@pytest.mark.parametrize("family", FAMILIES)
+async def test_history_in_a_view_is_written_in_the_views_own_frame(family):
+    """On a zoomed view, an earlier step's point is where it lies in the view, in the model's
+    frame of the view image; outside the view it keeps its out-of-frame coordinates."""
+    from regionfocus.geometry import Box, ViewTransform
+
+    shot = Image.new("RGB", (1920, 1080))
+    turn = Turn(shot, shot.size, Action(ActionType.CLICK, Point(600, 400)), "", "no visible effect")
+    view = ViewTransform(Box(400, 300, 880, 570), 2.0, 2.0)  # 480x270 of the screen, 2x
+    view_image = Image.new("RGB", (960, 540))
+    adapter, backend = _adapter(family)
+    q = Query("x", "agent", turns=(turn,), view=view)
+    await adapter.act(view_image, q, zoomed=True)
+    text = _text(backend.requests[-1]["messages"])
+    if family.startswith("uitars"):
+        # UI-TARS sees the earlier screenshot itself: its step stays in that screenshot's frame.
+        x, y = (round(v) for v in adapter.to_model(Point(600, 400), shot.size))
+        want = f"<point>{x} {y}</point>" if family == "uitars-1.5" else f"<|box_start|>({x},{y})<|box_end|>"
+    else:
+        x, y = (round(v) for v in adapter.to_model(Point(400, 200), view_image.size))  # (600-400)*2, ...
+        want = f'"coordinate": [{x}, {y}]'
+    assert want in text
+
+
 @pytest.mark.parametrize(("family", "screen"), [("qwen2.5-vl", "1932x1092"), ("qwen3-vl", "1000x1000")])
 async def test_qwen_tool_states_the_screen_the_model_sees(family, screen):
     adapter, backend = _adapter(family, "x")
