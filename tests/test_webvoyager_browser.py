@@ -77,6 +77,7 @@ class ScriptedModel:
         self.plan = plan
         self.focal = focal
         self.full_calls: list[str] = []
+        self.queries: list = []
         self.zoomed_calls = 0
 
     def input_size(self, size):
@@ -88,6 +89,7 @@ class ScriptedModel:
             p = green_centroid(image)
             return ModelReply(f"green at {p}", action=click(p.x, p.y) if p else None, point=p)
         self.full_calls.append(query.instruction)
+        self.queries.append(query)
         action = await self.plan(image, query, len(self.full_calls))
         return ModelReply(f"plan step {len(self.full_calls)}", action=action)
 
@@ -330,5 +332,13 @@ async def test_runner_no_effect_triggers_true_zoom_round(browser, site, tmp_path
     views = s2["decision"]["round"]["views"]
     assert len(views) == 4 and all(v["scale_x"] > 1 for v in views)
     assert all((tmp_path / "run" / "taskLocal--1" / f).is_file() for f in s2["views"])
-    assert s2["decision"]["round"]["history"] == [[200.0, 600.0]]  # the failed click, as a star
-    assert s3["action"]["type"] == "finished"
+    # The paper's stars record failed RegionFocus choices only: the agent's own miss is not one.
+    assert s2["decision"]["round"]["history"] == []
+    assert s3["action"]["type"] == "finished" and rec["ended"] == "finished"
+    # The agent's history: its own first answer, then the RegionFocus choice (no text of its
+    # own), each with the screenshot it was made on and what it did; the page's URL is passed.
+    last = model.queries[-1]
+    assert [t.text for t in last.turns] == ["plan step 1", ""]
+    assert [t.outcome for t in last.turns] == ["no visible effect", "changed the page"]
+    assert all(t.image is not None and t.size == (800, 800) for t in last.turns)
+    assert last.url.endswith(".html") and last.mode == "agent"
