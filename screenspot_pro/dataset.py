@@ -5,38 +5,89 @@ Layout (Li et al. 2025, "ScreenSpot-Pro"; the official harness eval_screenspot_p
 ``DIR/images/<img_filename>`` the screenshots. ``bbox`` is XYXY and ``img_size`` is (W, H), both
 in pixels of the original screenshot.
 
-Validation runs before any model call and raises one :class:`DatasetError` that lists every bad
-record, so a broken copy of the data costs one run, not one run per mistake.
+What the official harness does with a record decides what we accept. It was read at
+likaixin2000/ScreenSpot-Pro-GUI-Grounding, eval_screenspot_pro.py, commit
+bd8bbbb470fbc4fda2a4fa9ec90bd2572507794e (file last changed in 6ca3cf9079836452ef947ccd68a16393116d3405):
+it deep-copies each record and reads only the fields it needs, so extra fields are ignored; it
+copies ``id`` into its output unchanged (an integer stays an integer); it writes ``group`` as
+null when the field is absent and never derives one; it reads ``instruction_cn`` only for
+``--language cn``; it compares ``ui_type`` with "text" and "icon" exactly; and it scores
+``bbox / img_size`` against the model's normalised point without ever opening the image to
+check either.
+
+So a record that is merely untidy loads, normalised, and is reported in one warning line per
+kind of problem (listing the sample ids), logged on this module's logger and kept on the
+returned :class:`Samples` (``.warnings``):
+
+- fields outside the official format: ignored;
+- an integer ``id``: read as its decimal string;
+- ``ui_type`` in another case or with spaces ("Icon"): lower-cased and stripped;
+- ``group`` absent, null or blank: :data:`UNKNOWN_GROUP` (the official script writes null there,
+  i.e. a "group:None" bucket counted only in the overall score; we name that bucket);
+- the other language's instruction absent or null: not needed, ignored;
+- ``img_size`` absent or null: the image file's own size;
+- ``img_size`` a uniform scale of the file's size (one factor maps each side onto the file's
+  to within :data:`SCALE_TOLERANCE_PX` pixels of rounding in the smaller of the two frames,
+  e.g. a 3840x2160 annotation of a 1920x1080 file): the bbox is
+  scaled into the file's pixels and ``img_size`` becomes the file's size. Scoring is unchanged,
+  since the official script compares in coordinates normalised by ``img_size``;
+- a bbox at most :data:`BBOX_TOLERANCE_PX` pixels past the image edge (in the file's pixels):
+  clipped to the image. Annotation tools snap a box to the border pixel or count the far edge
+  inclusively; a box further out than that belongs to some other picture.
+
+A sample that cannot be scored stops the load before any model call, with one
+:class:`DatasetError` listing every bad sample and its problem, so a broken copy of the data
+costs one run, not one run per mistake: no usable id, a duplicate id, no image file (or an
+unreadable one), no bbox or a malformed or inverted one, a bbox further outside the image
+than the tolerance, an ``img_size`` that no uniform scale maps onto the file, no instruction
+in the selected language, no application or platform (the official script stops on those too),
+and a ``ui_type`` that is neither text nor icon.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import math
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from PIL import Image
 
-REQUIRED_FIELDS = (
+log = logging.getLogger(__name__)
+
+# The official record fields; the loader needs all but ``group`` (defaulted), ``img_size``
+# (read from the file when absent) and the instruction of the language not selected.
+OFFICIAL_FIELDS = (
     "id",
     "img_filename",
     "bbox",
     "img_size",
     "instruction",
+    "instruction_cn",
     "application",
     "platform",
     "group",
     "ui_type",
 )
-OPTIONAL_FIELDS = ("instruction_cn",)
-KNOWN_FIELDS = frozenset(REQUIRED_FIELDS + OPTIONAL_FIELDS)
+KNOWN_FIELDS = frozenset(OFFICIAL_FIELDS)
 UI_TYPES = ("text", "icon")
 LANGUAGES = ("en", "cn")
+INSTRUCTION_FIELD = {"en": "instruction", "cn": "instruction_cn"}
 # The six groups of the paper's Table 1, in its column order.
 GROUPS = ("Dev", "Creative", "CAD", "Scientific", "Office", "OS")
+# The group of a record that names none (the official output has null there).
+UNKNOWN_GROUP = "unknown"
+# How far (in pixels of the image file) a bbox may stick out of the image and be clipped.
+BBOX_TOLERANCE_PX = 4.0
+# How far each side of the file may be from img_size times one common scale, in pixels of
+# the smaller of the two frames (each was rounded to whole pixels once).
+SCALE_TOLERANCE_PX = 1.0
+# Ids shown in one warning line; the rest are counted (DatasetWarning.ids keeps them all).
+IDS_SHOWN = 30
 
 
 class DatasetError(ValueError):
@@ -54,10 +105,36 @@ class DatasetError(ValueError):
 
 
 @dataclass(frozen=True)
+class DatasetWarning:
+    """One kind of tolerated problem: what was found and done (``kind``), the ids it touched
+    (all of them, in load order) and, for some kinds, the values seen (``details``)."""
+
+    kind: str
+    ids: tuple[str, ...]
+    details: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        shown = ", ".join(self.ids[:IDS_SHOWN])
+        more = len(self.ids) - IDS_SHOWN
+        what = self.kind + (f" ({', '.join(self.details)})" if self.details else "")
+        return f"{len(self.ids)} sample(s): {what}: {shown}" + (f" ... and {more} more" if more > 0 else "")
+
+
+class Samples(list):
+    """The selected samples in run order (a plain ``list`` of :class:`Sample`), plus the
+    ``warnings`` the load produced (one :class:`DatasetWarning` per kind of problem)."""
+
+    def __init__(self, samples: Iterable[Sample] = (), warnings: Sequence[DatasetWarning] = ()):
+        super().__init__(samples)
+        self.warnings: list[DatasetWarning] = list(warnings)
+
+
+@dataclass(frozen=True)
 class Sample:
     """One grounding instruction. ``bbox`` = (x1, y1, x2, y2) and ``img_size`` = (W, H) in
-    pixels of the original screenshot; ``instruction`` is the text sent to the model (English or
-    Chinese per ``language``); ``task_filename`` is the annotation file's stem."""
+    pixels of the screenshot file; ``instruction`` is the text sent to the model (English or
+    Chinese per ``language``); ``task_filename`` is the annotation file's stem. ``repairs``
+    names what the loader normalised in this record (empty for a clean record)."""
 
     id: str
     task_filename: str
@@ -71,15 +148,17 @@ class Sample:
     platform: str
     group: str
     ui_type: str
+    repairs: tuple[str, ...] = field(default=())
 
     def meta(self) -> dict[str, Any]:
         """The fields a run record keeps so reports rebuild without the dataset."""
-        return {
+        meta = {
             "id": self.id,
             "task_filename": self.task_filename,
             "img_filename": self.img_filename,
             "img_path": str(self.image_path),
-            "bbox": [int(v) if v.is_integer() else v for v in self.bbox],  # as annotated
+            # as annotated, or as normalised to the file's pixels (then ``repairs`` says how)
+            "bbox": [int(v) if v.is_integer() else v for v in self.bbox],
             "img_size": list(self.img_size),
             "instruction": self.instruction,
             "lang": self.language,
@@ -88,6 +167,9 @@ class Sample:
             "group": self.group,
             "ui_type": self.ui_type,
         }
+        if self.repairs:
+            meta["repairs"] = list(self.repairs)
+        return meta
 
 
 def natural_key(text: str) -> tuple:
@@ -122,11 +204,12 @@ def annotation_files(root: Path) -> list[Path]:
     return files
 
 
-def load_dataset(root: str | Path, selection: Selection | None = None) -> list[Sample]:
+def load_dataset(root: str | Path, selection: Selection | None = None) -> Samples:
     """Validate the selected annotation files and return the selected samples in run order.
 
     Every record of the selected files is validated (not only the filtered ones), so a filter
-    never hides a broken file. Raises :class:`DatasetError` listing every problem found.
+    never hides a broken file. Raises :class:`DatasetError` listing every unusable record;
+    tolerated problems are normalised, logged (one line per kind) and kept on ``.warnings``.
     """
     root = Path(root).expanduser().resolve()  # records keep absolute image paths for reports
     sel = selection or Selection()
@@ -150,6 +233,7 @@ def load_dataset(root: str | Path, selection: Selection | None = None) -> list[S
 
     problems: list[str] = []
     samples: list[Sample] = []
+    notes = _Notes()
     seen_ids: dict[str, str] = {}
     size_cache: dict[Path, tuple[int, int] | str] = {}
     for path in files:
@@ -163,24 +247,30 @@ def load_dataset(root: str | Path, selection: Selection | None = None) -> list[S
             continue
         for i, rec in enumerate(records):
             where = f"{path.name}[{i}]"
-            sample, errs = _parse_record(root, path.stem, rec, where, sel.language, size_cache)
-            if sample is not None:
-                first = seen_ids.get(sample.id)
+            parsed = _RecordParser(root, path.stem, rec, sel.language, size_cache).parse()
+            if parsed.id is not None:
+                first = seen_ids.get(parsed.id)
                 if first is not None:
-                    errs.append(f"duplicate id {sample.id!r} (first seen at {first})")
+                    parsed.errors.append(f"duplicate id {parsed.id!r} (first seen at {first})")
                 else:
-                    seen_ids[sample.id] = where
-            problems.extend(f"{where}{_id_suffix(rec)}: {e}" for e in errs)
-            if sample is not None and not errs:
-                samples.append(sample)
+                    seen_ids[parsed.id] = where
+            label = f" (id {parsed.id!r})" if parsed.id is not None else _raw_id_suffix(rec)
+            problems.extend(f"{where}{label}: {e}" for e in parsed.errors)
+            if parsed.sample is not None and not parsed.errors:
+                samples.append(parsed.sample)
+                for kind, detail in parsed.notes:
+                    notes.add(kind, parsed.sample.id, detail)
     if problems:
         raise DatasetError(root, problems)
 
+    warnings = notes.warnings()
+    for w in warnings:
+        log.warning("ScreenSpot-Pro data at %s, loaded with repairs: %s", root, w)
     samples.sort(key=lambda s: sample_order_key(s.task_filename, s.id))
-    samples = list(_filter(samples, sel))
+    selected = list(_filter(samples, sel))
     if sel.limit is not None:
-        samples = samples[: max(0, sel.limit)]
-    return samples
+        selected = selected[: max(0, sel.limit)]
+    return Samples(selected, warnings)
 
 
 def _filter(samples: Iterable[Sample], sel: Selection) -> Iterable[Sample]:
@@ -196,106 +286,234 @@ def _filter(samples: Iterable[Sample], sel: Selection) -> Iterable[Sample]:
         yield s
 
 
-def _id_suffix(rec: Any) -> str:
+def _raw_id_suffix(rec: Any) -> str:
     return f" (id {rec.get('id')!r})" if isinstance(rec, dict) and "id" in rec else ""
 
 
-def _parse_record(
-    root: Path,
-    task: str,
-    rec: Any,
-    where: str,
-    language: str,
-    size_cache: dict[Path, tuple[int, int] | str],
-) -> tuple[Sample | None, list[str]]:
-    if not isinstance(rec, dict):
-        return None, [f"expected an object, got {type(rec).__name__}"]
-    errs: list[str] = []
-    missing = [f for f in REQUIRED_FIELDS if f not in rec]
-    if missing:
-        errs.append(f"missing field(s): {', '.join(missing)}")
-    unknown = sorted(set(rec) - KNOWN_FIELDS)
-    if unknown:
-        errs.append(f"unknown field(s): {', '.join(unknown)}")
-    if missing:
-        return None, errs
+# -- tolerated problems ----------------------------------------------------------------------
 
-    for name in ("id", "img_filename", "instruction", "application", "platform", "group"):
-        if not isinstance(rec[name], str) or not rec[name].strip():
-            errs.append(f"{name} must be a non-empty string, got {rec[name]!r}")
-    if rec["ui_type"] not in UI_TYPES:
-        errs.append(f"ui_type must be one of {', '.join(UI_TYPES)}, got {rec['ui_type']!r}")
-    instruction = rec["instruction"]
-    if language == "cn":
-        instruction = rec.get("instruction_cn")
-        if not isinstance(instruction, str) or not instruction.strip():
-            errs.append("--language cn needs a non-empty instruction_cn")
+# Each kind says what was found and what the loader did; one warning line per kind.
+EXTRA_FIELDS = "fields outside the official format, ignored"
+INT_ID = "integer id, read as a string"
+UI_TYPE_CASE = "ui_type not in lower case, lower-cased"
+NO_GROUP = f'no group (null in the official output), set to "{UNKNOWN_GROUP}"'
+OTHER_LANGUAGE = "the other language's instruction is missing or null, not needed for this run"
+NO_IMG_SIZE = "no img_size, the image file's size used"
+SCALED = "img_size a uniform scale of the image file, bbox scaled to the file's pixels"
+CLIPPED = f"bbox up to {BBOX_TOLERANCE_PX:g} px past the image edge, clipped to the image"
 
-    size = _number_list(rec["img_size"], 2)
-    if size is None or not all(v > 0 and float(v).is_integer() for v in size):
-        errs.append(f"img_size must be [width, height] in whole pixels, got {rec['img_size']!r}")
-        size = None
-    bbox = _number_list(rec["bbox"], 4)
-    if bbox is None:
-        errs.append(f"bbox must be [x1, y1, x2, y2], got {rec['bbox']!r}")
-    elif bbox[2] < bbox[0] or bbox[3] < bbox[1]:
-        errs.append(f"bbox {list(bbox)} is inverted (x2 < x1 or y2 < y1)")
-    elif size is not None and (min(bbox) < 0 or bbox[2] > size[0] or bbox[3] > size[1]):
-        errs.append(f"bbox {list(bbox)} lies outside the image {int(size[0])}x{int(size[1])}")
 
-    image_path = root / "images" / str(rec["img_filename"])
-    if isinstance(rec["img_filename"], str) and rec["img_filename"].strip():
-        actual = _image_size(image_path, size_cache)
-        if isinstance(actual, str):
-            errs.append(actual)
-        elif size is not None and actual != (int(size[0]), int(size[1])):
-            errs.append(
-                f"img_size {int(size[0])}x{int(size[1])} does not match the file "
-                f"images/{rec['img_filename']} ({actual[0]}x{actual[1]})"
+class _Notes:
+    """Tolerated problems gathered per kind, in the order first met."""
+
+    def __init__(self) -> None:
+        self._ids: dict[str, list[str]] = {}
+        self._details: dict[str, set[str]] = {}
+
+    def add(self, kind: str, sample_id: str, detail: Iterable[str] = ()) -> None:
+        self._ids.setdefault(kind, []).append(sample_id)
+        self._details.setdefault(kind, set()).update(detail)
+
+    def warnings(self) -> list[DatasetWarning]:
+        return [
+            DatasetWarning(k, tuple(ids), tuple(sorted(self._details[k]))) for k, ids in self._ids.items()
+        ]
+
+
+@dataclass
+class _Parsed:
+    id: str | None = None
+    sample: Sample | None = None
+    errors: list[str] = field(default_factory=list)
+    notes: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
+
+
+class _RecordParser:
+    """One record to a :class:`Sample` (or errors), noting every repair on the way."""
+
+    def __init__(
+        self,
+        root: Path,
+        task: str,
+        rec: Any,
+        language: str,
+        size_cache: dict[Path, tuple[int, int] | str],
+    ):
+        self.root, self.task, self.rec, self.language = root, task, rec, language
+        self.size_cache = size_cache
+        self.out = _Parsed()
+
+    def fail(self, problem: str) -> None:
+        self.out.errors.append(problem)
+
+    def note(self, kind: str, *detail: str) -> None:
+        self.out.notes.append((kind, detail))
+
+    def parse(self) -> _Parsed:
+        rec = self.rec
+        if not isinstance(rec, dict):
+            self.fail(f"expected an object, got {type(rec).__name__}")
+            return self.out
+        own = INSTRUCTION_FIELD[self.language]
+        required = ("id", "img_filename", "bbox", own, "application", "platform", "ui_type")
+        missing = [f for f in required if f not in rec]
+        if missing:
+            self.fail(f"missing field(s): {', '.join(missing)}")
+        unknown = sorted(set(rec) - KNOWN_FIELDS)
+        if unknown:
+            self.note(EXTRA_FIELDS, *unknown)
+
+        self.out.id = self._id()
+        texts = {name: self._text(name) for name in ("img_filename", own, "application", "platform")}
+        other = next(f for f in INSTRUCTION_FIELD.values() if f != own)
+        if not isinstance(rec.get(other), str):
+            self.note(OTHER_LANGUAGE)
+        ui_type = self._ui_type()
+        group = self._group()
+        annotated = self._img_size()
+        bbox = self._bbox()
+        actual = self._file_size(texts["img_filename"])
+        if bbox is not None and actual is not None and annotated is not False:
+            bbox = self._fit(bbox, annotated or actual, actual)
+        if self.out.errors or self.out.id is None or bbox is None or actual is None:
+            return self.out
+        self.out.sample = Sample(
+            id=self.out.id,
+            task_filename=self.task,
+            img_filename=texts["img_filename"],  # type: ignore[arg-type]
+            image_path=self.root / "images" / texts["img_filename"],  # type: ignore[operator]
+            bbox=bbox,
+            img_size=actual,
+            instruction=texts[own],  # type: ignore[arg-type]
+            language=self.language,
+            application=texts["application"],  # type: ignore[arg-type]
+            platform=texts["platform"],  # type: ignore[arg-type]
+            group=group,  # type: ignore[arg-type]
+            ui_type=ui_type,  # type: ignore[arg-type]
+            repairs=tuple(kind for kind, _ in self.out.notes),
+        )
+        return self.out
+
+    # -- fields ---------------------------------------------------------------------------
+
+    def _id(self) -> str | None:
+        if "id" not in self.rec:
+            return None
+        value = self.rec["id"]
+        if isinstance(value, int) and not isinstance(value, bool):
+            self.note(INT_ID)
+            return str(value)
+        if isinstance(value, str) and value.strip():
+            return value
+        self.fail(f"id must be a non-empty string or an integer, got {value!r}")
+        return None
+
+    def _text(self, name: str) -> str | None:
+        if name not in self.rec:
+            return None  # reported with the missing fields
+        value = self.rec[name]
+        if isinstance(value, str) and value.strip():
+            return value
+        self.fail(f"{name} must be a non-empty string, got {value!r}")
+        return None
+
+    def _ui_type(self) -> str | None:
+        if "ui_type" not in self.rec:
+            return None
+        value = self.rec["ui_type"]
+        norm = value.strip().lower() if isinstance(value, str) else None
+        if norm not in UI_TYPES:
+            self.fail(f"ui_type must be one of {', '.join(UI_TYPES)}, got {value!r}")
+            return None
+        if norm != value:
+            self.note(UI_TYPE_CASE, repr(value))
+        return norm
+
+    def _group(self) -> str | None:
+        value = self.rec.get("group")
+        if value is None or (isinstance(value, str) and not value.strip()):
+            self.note(NO_GROUP)
+            return UNKNOWN_GROUP
+        if not isinstance(value, str):
+            self.fail(f"group must be a string or null, got {value!r}")
+            return None
+        return value
+
+    def _img_size(self) -> tuple[float, float] | None | bool:
+        """The annotated (W, H); None when absent (the file's size is used); False when bad."""
+        value = self.rec.get("img_size")
+        if value is None:
+            self.note(NO_IMG_SIZE)
+            return None
+        size = _number_list(value, 2)
+        if size is None or not all(v > 0 and float(v).is_integer() for v in size):
+            self.fail(f"img_size must be [width, height] in whole pixels, got {value!r}")
+            return False
+        return size  # type: ignore[return-value]
+
+    def _bbox(self) -> tuple[float, float, float, float] | None:
+        if "bbox" not in self.rec:
+            return None  # reported with the missing fields
+        value = self.rec["bbox"]
+        bbox = _number_list(value, 4)
+        if bbox is None:
+            self.fail(f"bbox must be [x1, y1, x2, y2], got {value!r}")
+            return None
+        if bbox[2] < bbox[0] or bbox[3] < bbox[1]:
+            self.fail(f"bbox {list(value)} is inverted (x2 < x1 or y2 < y1)")
+            return None
+        return bbox  # type: ignore[return-value]
+
+    def _file_size(self, img_filename: str | None) -> tuple[int, int] | None:
+        if img_filename is None:
+            return None
+        got = _image_size(self.root / "images" / img_filename, self.size_cache)
+        if isinstance(got, str):
+            self.fail(got)
+            return None
+        return got
+
+    def _fit(
+        self, bbox: tuple[float, ...], annotated: tuple[float, float], actual: tuple[int, int]
+    ) -> tuple[float, float, float, float] | None:
+        """The bbox in the file's pixels: scaled if img_size is a uniform scale of the file,
+        clipped if it sticks out by at most the tolerance; None (with an error) otherwise."""
+        (w, h), (fw, fh) = annotated, actual
+        shown = [int(v) if float(v).is_integer() else v for v in self.rec["bbox"]]
+        if (w, h) != (fw, fh):
+            sx, sy = fw / w, fh / h
+            slack = SCALE_TOLERANCE_PX * max(1.0, sx, sy)  # one pixel of the smaller frame
+            if max(abs(w * sy - fw), abs(h * sx - fh)) > slack:
+                self.fail(
+                    f"img_size {w:g}x{h:g} does not match the file images/{self.rec['img_filename']} "
+                    f"({fw}x{fh}) and is not a uniform scale of it"
+                )
+                return None
+            self.note(SCALED, f"{w:g}x{h:g} -> {fw}x{fh}")
+            bbox = (bbox[0] * sx, bbox[1] * sy, bbox[2] * sx, bbox[3] * sy)
+        past = max(-bbox[0], -bbox[1], bbox[2] - fw, bbox[3] - fh)
+        if past > BBOX_TOLERANCE_PX:
+            frame = "" if (w, h) == (fw, fh) else f" (scaled to the file: {[round(v, 2) for v in bbox]})"
+            self.fail(
+                f"bbox {shown}{frame} lies outside the image {fw}x{fh} by {past:g} px "
+                f"(more than the {BBOX_TOLERANCE_PX:g} px tolerated)"
             )
-    if errs:
-        return (Sample(**_partial(rec, task)) if isinstance(rec["id"], str) else None), errs
-    return (
-        Sample(
-            id=rec["id"],
-            task_filename=task,
-            img_filename=rec["img_filename"],
-            image_path=image_path,
-            bbox=tuple(float(v) for v in bbox),  # type: ignore[arg-type]
-            img_size=(int(size[0]), int(size[1])),  # type: ignore[index]
-            instruction=instruction,
-            language=language,
-            application=rec["application"],
-            platform=rec["platform"],
-            group=rec["group"],
-            ui_type=rec["ui_type"],
-        ),
-        errs,
-    )
-
-
-def _partial(rec: dict, task: str) -> dict[str, Any]:
-    """A placeholder sample for a bad record, so duplicate ids are still detected."""
-    return dict(
-        id=rec["id"],
-        task_filename=task,
-        img_filename=str(rec.get("img_filename")),
-        image_path=Path(),
-        bbox=(0.0, 0.0, 0.0, 0.0),
-        img_size=(0, 0),
-        instruction="",
-        language="",
-        application="",
-        platform="",
-        group="",
-        ui_type="",
-    )
+            return None
+        if past > 0:
+            self.note(CLIPPED)
+            bbox = (
+                min(max(bbox[0], 0.0), fw),
+                min(max(bbox[1], 0.0), fh),
+                min(max(bbox[2], 0.0), fw),
+                min(max(bbox[3], 0.0), fh),
+            )
+        return (float(bbox[0]), float(bbox[1]), float(bbox[2]), float(bbox[3]))
 
 
 def _number_list(value: Any, n: int) -> tuple[float, ...] | None:
     if not isinstance(value, list | tuple) or len(value) != n:
         return None
-    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in value):
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in value):
         return None
     return tuple(float(v) for v in value)
 

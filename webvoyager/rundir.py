@@ -30,13 +30,15 @@ from typing import Any
 RESUME_KEYS = ("agent", "model", "regionfocus_enabled", "viewport", "max_steps", "seed", "task_zoom")
 
 
-def write_json(path: Path, data: Any) -> None:
-    """Atomic JSON write (temporary file in the same folder, then os.replace)."""
+def write_json(path: Path, data: Any, *, ascii: bool = False) -> None:
+    """Atomic JSON write (temporary file in the same folder, then os.replace), indented by 2.
+    ``ascii=True`` escapes every non-ASCII character as ``\\uXXXX`` (json.dump's default, which
+    the official WebVoyager runner keeps for interact_messages.json); otherwise UTF-8 text."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=2, ensure_ascii=False)
+            json.dump(data, f, indent=2, ensure_ascii=ascii)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

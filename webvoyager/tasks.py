@@ -5,6 +5,16 @@ A task line is ``{"web_name": ..., "id": "Allrecipes--0", "ques": ..., "web": st
 reference-answer JSON is keyed by site, ``{"Allrecipes": {"answers": [{"id": 0, "type":
 "golden"|"possible", "ans": ...}]}}``, where ``id`` is the number after "--" in the task id.
 Patched task sets of the same shape (dates moved, impossible tasks dropped) load the same way.
+
+The official runner (MinorJerry/WebVoyager, run.py, commit
+5a7896738c10bfb8b9edccce6bb0e0411f8ae569) reads only ``id``, ``ques`` and ``web`` of a line, so
+files without ``web_name`` run there, e.g. its own data/GAIA_web.jsonl, whose 90 lines are
+``{"task_id": <uuid>, "Level": 1|2|3, "Final answer": ..., "id": "level1-0",
+"web": "https://www.google.com/", "ques": ...}``. Such lines load here too: ``web_name`` is the
+id's prefix before the last "--" when it has one ("Allrecipes--0" -> "Allrecipes"), else the
+start URL's host without "www." ("google.com"). A GAIA line's "Final answer" is kept as the
+task's golden reference (unless a reference-answer file gives one). Other extra fields are
+ignored, an integer id is read as its decimal string.
 """
 
 from __future__ import annotations
@@ -12,6 +22,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
+
+# The GAIA task file's own reference answer (data/GAIA_web.jsonl of the official repository).
+GAIA_ANSWER_FIELD = "Final answer"
 
 
 @dataclass(frozen=True)
@@ -48,7 +62,7 @@ def _check_id(task_id: str, where: str) -> None:
 
 def load_tasks(path: str | Path, answers: str | Path | None = None) -> list[WebTask]:
     """Read a WebVoyager JSONL file (blank lines and ``#`` comments skipped). Raises ValueError
-    naming the line for a malformed record or a duplicate id."""
+    naming the file and line for a malformed record or a duplicate id."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"task file not found: {path}")
@@ -66,25 +80,48 @@ def load_tasks(path: str | Path, answers: str | Path | None = None) -> list[WebT
             raise ValueError(f"{where}: not JSON ({e.msg})") from None
         if not isinstance(rec, dict):
             raise ValueError(f"{where}: expected a JSON object")
-        missing = [k for k in ("web_name", "id", "ques", "web") if not isinstance(rec.get(k), str)]
+        task_id = rec.get("id")
+        if isinstance(task_id, int) and not isinstance(task_id, bool):
+            task_id = str(task_id)
+        rec["id"] = task_id
+        missing = [k for k in ("id", "ques", "web") if not isinstance(rec.get(k), str)]
         if missing:
             raise ValueError(f"{where}: missing or non-string field(s): {', '.join(missing)}")
-        _check_id(rec["id"], where)
-        if rec["id"] in seen:
-            raise ValueError(f"{where}: duplicate task id {rec['id']!r}")
-        seen.add(rec["id"])
+        _check_id(task_id, where)
+        if task_id in seen:
+            raise ValueError(f"{where}: duplicate task id {task_id!r}")
+        seen.add(task_id)
+        web_name = _web_name(rec, where)
+        reference = refs.get((web_name, _index(task_id)), ())
+        if not reference and isinstance(rec.get(GAIA_ANSWER_FIELD), str | int | float):
+            reference = [{"type": "golden", "ans": str(rec[GAIA_ANSWER_FIELD])}]
         tasks.append(
             WebTask(
-                id=rec["id"],
-                web_name=rec["web_name"],
-                ques=rec["ques"],
-                web=rec["web"],
-                reference=tuple(refs.get((rec["web_name"], _index(rec["id"])), ())),
+                id=task_id, web_name=web_name, ques=rec["ques"], web=rec["web"], reference=tuple(reference)
             )
         )
     if not tasks:
         raise ValueError(f"{path}: no tasks")
     return tasks
+
+
+def _web_name(rec: dict, where: str) -> str:
+    """The line's ``web_name``, or one derived from the id ("Site--3") or the start URL's host."""
+    name = rec.get("web_name")
+    if isinstance(name, str) and name.strip():
+        return name
+    if name is not None and not isinstance(name, str):
+        raise ValueError(f"{where}: web_name must be a string, got {name!r}")
+    prefix, sep, _ = rec["id"].rpartition("--")
+    if sep and prefix.strip():
+        return prefix
+    host = (urlsplit(rec["web"]).hostname or "").removeprefix("www.")
+    if host:
+        return host
+    raise ValueError(
+        f"{where}: no web_name, and none can be derived: the id {rec['id']!r} has no 'Site--' prefix "
+        f"and the start URL {rec['web']!r} has no host"
+    )
 
 
 def _index(task_id: str) -> int | None:
