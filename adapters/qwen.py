@@ -258,9 +258,17 @@ class QwenAdapter(VlmAdapter):
         return "[x, y]"
 
     def system_parts(self, width: float, height: float) -> list[dict]:
-        """The official system message parts with the screen size the model sees."""
+        """The official system message parts with the screen size the model sees (the extent of
+        its coordinate frame: 1000x1000 for a relative family, as the Qwen3-VL cookbook passes).
+        The placeholders keep each source's own names (SOURCES.md)."""
+        w, h = f"{width:.0f}", f"{height:.0f}"
         return [
-            {"type": "text", "text": render(name, screen_width=f"{width:.0f}", screen_height=f"{height:.0f}")}
+            {
+                "type": "text",
+                "text": render(
+                    name, screen_width=w, screen_height=h, display_width_px=w, display_height_px=h
+                ),
+            }
             for name in self.system_files
         ]
 
@@ -363,12 +371,16 @@ class Qwen3Adapter(QwenAdapter):
     released preprocessor config (shortest_edge 65536, longest_edge 16777216 pixels).
 
     The official ScreenSpot-Pro evaluation has no Qwen3-VL file; grounding is sent the way it
-    sends Qwen2.5-VL's (same system layout, same ``left_click`` pre-fill), with the
-    ``computer_use`` declaration of the Qwen3-VL cookbook and its 1000x1000 screen."""
+    sends Qwen2.5-VL's (the default system text, then the tool declaration as a second part,
+    the ``left_click`` pre-fill), with the ``computer_use`` declaration exactly as qwen-agent
+    renders the Qwen3-VL cookbook's tool, and its 1000x1000 screen."""
 
     name = "qwen3-vl"
     frame = "relative"
     default_resize = ResizeSpec(32, 65536, 16777216)
-    system_files = ("official/qwen25vl_screenspot_system_1.txt", "official/qwen3vl_system.txt")
+    system_files = (
+        "official/qwen25vl_screenspot_system_1.txt",
+        "official/qwen3vl_cookbook_computer_use_system_2.txt",
+    )
     prefill_file = "official/qwen25vl_screenspot_prefill.txt"
     finish_action = "answer"

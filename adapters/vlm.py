@@ -578,9 +578,9 @@ class VlmAdapter:
         The pre-fill travels as a final assistant message with vLLM's ``continue_final_message``
         (and ``add_generation_prompt: false``). A server that refuses those options (HTTP 400,
         as OpenAI's hosted API does for unknown fields) gets the request again without the
-        pre-fill, and this adapter stops pre-filling (logged once); a server that ignores them
-        and starts a fresh message is handled by the parser, which also reads the continuation
-        alone.
+        pre-fill; when that one goes through, this adapter stops pre-filling (logged once). A
+        server that ignores the options and starts a fresh message is handled by the parser,
+        which also reads the continuation alone.
         """
         if prompt.prefill and self.prefill:
             messages = [*prompt.messages, {"role": "assistant", "content": prompt.prefill}]
@@ -592,14 +592,21 @@ class VlmAdapter:
             except Exception as e:
                 if getattr(e, "status", None) != 400:
                     raise
+                refused = e
+            # Only a request that goes through without the pre-fill shows that the pre-fill was
+            # what the server refused; a request it refuses either way (an image too large, a
+            # bad prompt) fails here and leaves the pre-fill on for the rest of the run.
+            resp = await self._complete(prompt.messages, temperature)
+            if self.prefill:
                 self.prefill = False
                 log.warning(
-                    "%s: the server refused the assistant pre-fill (continue_final_message) with HTTP 400; "
-                    "sending requests without it from now on (answers may then be worse than the "
-                    "official evaluation's): %s",
+                    "%s: the server refused the assistant pre-fill (continue_final_message) with HTTP 400 "
+                    "and accepted the request without it; sending requests without it from now on "
+                    "(answers may then be worse than the official evaluation's): %s",
                     self.name,
-                    e,
+                    refused,
                 )
+            return resp.text, resp.text, resp.usage
         resp = await self._complete(prompt.messages, temperature)
         return resp.text, resp.text, resp.usage
 

@@ -236,17 +236,16 @@ def family_reply(family: str, body: dict[str, Any]) -> str:
     """Answer one RegionFocus request in the family's own format so every parse succeeds and a
     round runs in full: the judge always rejects (the round is triggered), the focal point is
     off-centre, each zoomed view gets a point at a fixed fraction of *its* image (different
-    boxes -> distinct screen points -> the choice request is needed), the choice is 1."""
+    boxes -> distinct screen points -> the choice request is needed), the choice is 1. Views are
+    sent with the family's own template, as a full screenshot is, so both get the same answer."""
     text, urls = _request_parts(body)
     if "Verdict:" in text:
         return "The star is on empty space next to the target.\nVerdict: NO"
-    if "Choice: N" in text:
-        return "Candidate 1 is on the target.\nChoice: 1"
+    if "Selected point: N" in text:
+        return "Candidate 1 is on the target.\nSelected point: 1"
     size = image_size_from_data_url(urls[-1]) if urls else (1000, 1000)
     if "most relevant point" in text:
         return _point_text(family, "focal", 0.43 * size[0], 0.37 * size[1], size)
-    if "magnified view" in text:
-        return _point_text(family, "act", 0.3 * size[0], 0.3 * size[1], size)
     return _point_text(family, "act", 0.61 * size[0], 0.52 * size[1], size)
 
 

@@ -109,3 +109,27 @@ async def test_a_server_without_continue_final_message_gets_the_request_without_
     assert reply.action is not None and not adapter.prefill
     assert backend.requests[-1]["messages"][-1]["role"] == "user"
     assert "continue_final_message" not in backend.requests[-1]
+
+
+async def test_a_request_refused_with_and_without_prefill_keeps_the_prefill_on():
+    """A 400 that the plain request gets too (an image too large, say) says nothing about the
+    pre-fill: the call fails, and the next request is pre-filled again."""
+
+    class RefusesFirstTwo(Replay):
+        async def complete(self, messages, **options):
+            self.requests.append({"messages": messages, **options})
+            if len(self.requests) <= 2:
+                err = RuntimeError("HTTP 400: image too large")
+                err.status = 400
+                raise err
+            return ChatResponse(self.answers.pop(0))
+
+    backend = RefusesFirstTwo("123, 45]}}\n</tool_call>")
+    adapter = get_adapter("qwen2.5-vl", backend=backend)
+    with pytest.raises(RuntimeError, match="image too large"):
+        await adapter.act(Image.new("RGB", SIZE), Query("x"))
+    assert adapter.prefill
+    assert [("continue_final_message" in r) for r in backend.requests] == [True, False]
+    reply = await adapter.act(Image.new("RGB", SIZE), Query("x"))
+    assert backend.requests[-1]["continue_final_message"] is True
+    assert reply.action is not None and reply.action.point is not None

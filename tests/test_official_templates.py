@@ -131,3 +131,40 @@ async def test_a_zoomed_view_gets_the_same_template(family):
             [t for t in b if "resolution" not in (t or "")],
         )
     assert a == b
+
+
+async def test_qwen25_request_laid_out_by_the_chat_template_is_the_official_vllm_prompt():
+    """The evaluation's vLLM path sends the same request pre-rendered with Qwen's chat template
+    (GUIDED_PROMPT): our system parts, instruction and pre-fill, laid out that way, are it."""
+    req = await _grounding_request("qwen2.5-vl")
+    system, user, prefill = req["messages"]
+    rendered = (
+        "<|im_start|>system\n"
+        + "".join(p["text"] for p in system["content"])
+        + "<|im_end|>\n<|im_start|>user\n<|vision_start|><|image_pad|><|vision_end|>"
+        + user["content"][1]["text"]
+        + "<|im_end|>\n<|im_start|>assistant\n"
+        + prefill["content"]
+    )
+    official = render(
+        "official/qwen25vl_screenspot_vllm_guided_prompt.txt",
+        screen_width="1932",
+        screen_height="1092",
+        instruction=INSTRUCTION,
+    )
+    assert rendered == official
+
+
+async def test_qwen3_grounding_declares_the_cookbook_tool_on_a_1000_screen():
+    req = await _grounding_request("qwen3-vl", size=(3840, 2160))
+    system, user, prefill = req["messages"]
+    parts = [p["text"] for p in system["content"]]
+    assert parts[0] == "You are a helpful assistant."
+    assert parts[1].startswith("\n\n# Tools\n")
+    assert "The screen's resolution is 1000x1000." in parts[1]
+    # qwen-agent's current rendering: no name_for_human / args_format keys (SOURCES.md)
+    assert (
+        '"name_for_human"' not in parts[1]
+        and '{"type": "function", "function": {"name": "computer_use"' in parts[1]
+    )
+    assert prefill["content"].endswith('"coordinate": [')

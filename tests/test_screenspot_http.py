@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,7 @@ import pytest
 from screenspot_pro.cli import main
 
 from .chat_server import ChatServer, Reply, request_images, request_text
+from .model_like import request_kind
 from .test_screenspot_helpers import ColourModel, expected_outcomes, fresh_dataset
 
 _SEE = ColourModel()
@@ -28,44 +31,61 @@ def _tool_call(action: str, x: float, y: float) -> str:
     return f"<tool_call>\n{json.dumps({'name': 'computer_use', 'arguments': args})}\n</tool_call>"
 
 
-def qwen_like(body: dict) -> Reply:
-    """Answer one request the way Qwen2.5-VL would, from what the image shows."""
-    text = request_text(body)
-    (image,) = request_images(body)
-    m = re.search(r"#([0-9a-f]{6})", text)
-    colour = tuple(int(m.group(1)[i : i + 2], 16) for i in (0, 2, 4))
-    if "[error]" in text:
-        return Reply.client_error(400, "this model cannot serve the request")
-    if "[mute]" in text:
-        return Reply.text("I cannot find it on the screen.")
-    box = _SEE.find(image, colour)
-    if "Verdict:" in text:  # the self-judge: is the point (model frame) on the target?
-        px = re.search(r"at \[(\d+), (\d+)\]", text)
-        x, y = float(px.group(1)), float(px.group(2))
-        ok = "[doubt]" not in text and box is not None and box[0] <= x <= box[2] and box[1] <= y <= box[3]
-        return Reply.text(
-            f"The star is {'on' if ok else 'not on'} the swatch.\nVerdict: {'YES' if ok else 'NO'}"
-        )
-    if "Choice: N" in text:
-        return Reply.text("Choice: 1")
-    if "most relevant point" in text:
-        p = _SEE.rough(image, colour)
-        return Reply.text(_tool_call("mouse_move", p.x, p.y))
-    zoomed = "magnified view" in text
-    if zoomed and "[doubt]" in text:
-        return Reply.text(_tool_call("left_click", 3, 3))
-    if box is None:
-        if zoomed:
-            return Reply.text("The swatch is not visible in this view.")
-        return Reply.text(_tool_call("left_click", image.width / 2, image.height / 2))
-    return Reply.text(_tool_call("left_click", (box[0] + box[2]) / 2, (box[1] + box[3]) / 2))
+class QwenLike:
+    """Answer each request the way Qwen2.5-VL would, from what the image shows.
+
+    A view is sent with the official grounding template, like the full screenshot, so nothing
+    in the text says "zoomed": as for a real model, the first grounding request of an
+    instruction is the full screenshot and later ones are views. A grounding request that
+    carries the official pre-fill gets only the continuation, as vLLM returns it."""
+
+    def __init__(self) -> None:
+        self.grounding_seen: Counter[str] = Counter()
+        self.lock = threading.Lock()
+
+    def __call__(self, body: dict) -> Reply:
+        text = request_text(body)
+        (image,) = request_images(body)
+        m = re.search(r"#([0-9a-f]{6})", text)
+        colour = tuple(int(m.group(1)[i : i + 2], 16) for i in (0, 2, 4))
+        if "[error]" in text:
+            return Reply.client_error(400, "this model cannot serve the request")
+        if "[mute]" in text:
+            return Reply.text("I cannot find it on the screen.")
+        box = _SEE.find(image, colour)
+        kind = request_kind(text)
+        if kind == "judge":  # the self-judge: is the point (model frame) on the target?
+            px = re.search(r"act at \[(\d+), (\d+)\]", text)
+            x, y = float(px.group(1)), float(px.group(2))
+            ok = "[doubt]" not in text and box is not None and box[0] <= x <= box[2] and box[1] <= y <= box[3]
+            return Reply.text(f"{'Yes' if ok else 'No'}, the star is {'on' if ok else 'beside'} the swatch.")
+        if kind == "choose":
+            return Reply.text("The first star sits on the swatch.\nSelected point: 1")
+        if kind == "focal":
+            p = _SEE.rough(image, colour)
+            return Reply.text(f"The swatch is around ({p.x:.0f}, {p.y:.0f}).")
+        with self.lock:
+            key = re.sub(r"\s+", " ", text)
+            zoomed = self.grounding_seen[key] > 0
+            self.grounding_seen[key] += 1
+        if zoomed and "[doubt]" in text:
+            point = (3, 3)
+        elif box is None:
+            if zoomed:
+                return Reply.text("The swatch is not visible in this view.")
+            point = (image.width / 2, image.height / 2)
+        else:
+            point = ((box[0] + box[2]) / 2, (box[1] + box[3]) / 2)
+        if body.get("continue_final_message"):
+            return Reply.text(f"{round(point[0])}, {round(point[1])}]}}}}\n</tool_call>")
+        return Reply.text(_tool_call("left_click", *point))
 
 
 @pytest.mark.slow
 def test_cli_through_http_backend_in_qwen_format(tmp_path: Path, capsys):
     data = fresh_dataset(tmp_path / "data")
     out = tmp_path / "run"
-    with ChatServer(responder=qwen_like, model="qwen-test") as srv:
+    with ChatServer(responder=QwenLike(), model="qwen-test") as srv:
         argv = [
             "--data", str(data), "--out", str(out), "--no-progress",
             "--agent", "qwen2.5-vl", "--base-url", srv.base_url, "--model", "qwen-test",
@@ -83,7 +103,10 @@ def test_cli_through_http_backend_in_qwen_format(tmp_path: Path, capsys):
     assert recs["appb_2"]["status"] == "error" and "400" in recs["appb_2"]["error"]
     assert "<tool_call>" in recs["appa_1"]["final"]["raw_response"]
     assert recs["appa_1"]["prompt_tokens"] > 0
-    assert chat_requests == sum(r["n_calls"] for r in recs.values())
+    # One HTTP request per model call, but for the pre-filled grounding calls that the server
+    # refused (HTTP 400): each is sent once more without the pre-fill before it is given up.
+    refused_prefilled = 5  # appb_2: the baseline and the four views (focal has no pre-fill)
+    assert chat_requests == sum(r["n_calls"] for r in recs.values()) + refused_prefilled
 
     doc = json.loads((out / "results.json").read_text())
     assert (
