@@ -1,6 +1,5 @@
-"""``regionfocus parse``, ``serve-command`` and ``show-prompt``: the adapters' own subcommands.
-
-The top-level CLI forwards here with ``adapters.cli.main(["parse", ...])``.
+"""``regionfocus parse``, ``serve-command`` and ``show-prompt``: the adapters' own subcommands,
+registered as entry points (pyproject.toml) through the three small functions at the end.
 """
 
 from __future__ import annotations
@@ -156,6 +155,21 @@ def main(argv: list[str] | None = None) -> int:
     }
     print(json.dumps(out))
     return 0
+
+
+def parse_command(argv: list[str]) -> int:
+    """parse a model answer into an action in original-screenshot pixels"""
+    return main(["parse", *argv])
+
+
+def serve_command_command(argv: list[str]) -> int:
+    """print the recommended `vllm serve` line for a model family"""
+    return main(["serve-command", *argv])
+
+
+def show_prompt_command(argv: list[str]) -> int:
+    """print exactly the request a model family is sent (templates, pre-fill)"""
+    return main(["show-prompt", *argv])
 
 
 if __name__ == "__main__":  # pragma: no cover

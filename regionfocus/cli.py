@@ -1,21 +1,18 @@
-"""The `regionfocus` command. Each subcommand lives with the package that owns it and is
-imported only when used, so `regionfocus --help` stays instant and the core imports nothing
-of the harnesses."""
+"""The `regionfocus` command.
+
+Subcommands are registered by the packages that own them as entry points in the group
+``regionfocus.commands`` (``name = "package.module:function"``, see pyproject.toml): the core
+names no adapter or harness, and a third-party package can add a command the same way. A
+command's one-line summary is the first line of its function's docstring; the function takes
+the arguments after the command name and returns an exit code.
+"""
 
 from __future__ import annotations
 
 import sys
+from importlib.metadata import EntryPoint, entry_points
 
-COMMANDS = {
-    "screenspot-pro": (
-        "screenspot_pro.cli",
-        "ground instructions on ScreenSpot-Pro screenshots (baseline and RegionFocus in one pass)",
-    ),
-    "webvoyager": ("webvoyager.cli", "browse live pages in Chromium (WebVoyager tasks, MiniWoB++ offline)"),
-    "parse": ("adapters.cli", "parse a model answer into an action in original-screenshot pixels"),
-    "serve-command": ("adapters.cli", "print the recommended `vllm serve` line for a model family"),
-    "show-prompt": ("adapters.cli", "print exactly the request a model family is sent (templates, pre-fill)"),
-}
+GROUP = "regionfocus.commands"
 
 USAGE = """usage: regionfocus COMMAND [options]
 
@@ -39,11 +36,27 @@ examples:
 """
 
 
+def commands() -> dict[str, EntryPoint]:
+    """The registered commands by name, sorted."""
+    return {ep.name: ep for ep in sorted(entry_points(group=GROUP), key=lambda ep: ep.name)}
+
+
+def summary(ep: EntryPoint) -> str:
+    """The first line of the command function's docstring (loading it imports its module)."""
+    try:
+        doc = ep.load().__doc__ or ""
+    except Exception as e:  # noqa: BLE001 - one broken plug-in must not hide the others
+        return f"(cannot load {ep.value}: {type(e).__name__}: {e})"
+    return doc.strip().splitlines()[0] if doc.strip() else ""
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    found = commands()
     if not argv or argv[0] in ("-h", "--help", "help"):
-        width = max(map(len, COMMANDS))
-        print(USAGE.format(commands="\n".join(f"  {k:<{width}}  {v[1]}" for k, v in COMMANDS.items())))
+        width = max(map(len, found), default=0)
+        lines = "\n".join(f"  {name:<{width}}  {summary(ep)}" for name, ep in found.items())
+        print(USAGE.format(commands=lines or "  (none registered: is regionfocus installed with pip?)"))
         return 0
     if argv[0] in ("-V", "--version"):
         from . import __version__
@@ -51,15 +64,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"regionfocus {__version__}")
         return 0
     name = argv[0]
-    if name not in COMMANDS:
-        print(f"regionfocus: unknown command {name!r}; choose one of: {', '.join(COMMANDS)}", file=sys.stderr)
+    if name not in found:
+        known = ", ".join(found) or "none registered (install the package with pip)"
+        print(f"regionfocus: unknown command {name!r}; choose one of: {known}", file=sys.stderr)
         return 2
-    import importlib
-
-    module = importlib.import_module(COMMANDS[name][0])
-    # adapters.cli serves two commands and takes the command name; harness CLIs do not.
-    rest = argv if module.__name__ == "adapters.cli" else argv[1:]
-    return int(module.main(rest) or 0)
+    return int(found[name].load()(argv[1:]) or 0)
 
 
 if __name__ == "__main__":

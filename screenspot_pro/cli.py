@@ -278,8 +278,10 @@ def cmd_build_sample(argv: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None, *, model: GroundingModel | None = None) -> int:
-    """Entry point. ``model``: use this GroundingModel instead of the one the flags describe
-    (for Python callers wrapping their own agent)."""
+    """ground instructions on ScreenSpot-Pro screenshots (baseline and RegionFocus in one pass)
+
+    ``model``: use this GroundingModel instead of the one the flags describe (for Python
+    callers wrapping their own agent)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         if argv and argv[0] == "report":

@@ -317,6 +317,7 @@ def report_main(argv: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """browse live pages in Chromium (WebVoyager tasks, MiniWoB++ offline)"""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "judge":
         return judge_main(argv[1:])
