@@ -60,7 +60,6 @@ class RegionFocusConfig:
     # about 6 triggers per WebVoyager trajectory under a 100-step limit).
     max_rounds_per_screen: int | None = None
     max_rounds_per_task: int | None = None
-    seed: int = 0
 
     def __post_init__(self) -> None:
         self.ratios = tuple(tuple(float(v) for v in r) for r in self.ratios)  # type: ignore[assignment]

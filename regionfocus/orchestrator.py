@@ -14,11 +14,12 @@ from dataclasses import replace
 
 from PIL import Image
 
+from .box_proposers import build_proposer
 from .config import RegionFocusConfig
 from .geometry import Point, clamp_point
 from .landmarks import draw_landmarks
 from .model import GroundingModel, Option, Query
-from .proposals import BoxProposer, ProposalContext, build_proposer
+from .proposals import BoxProposer, ProposalContext
 from .trace import CallRecord, Candidate, RefineResult, record_call
 from .views import StaticViews, ViewSource
 

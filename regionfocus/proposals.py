@@ -82,27 +82,3 @@ class PredictRegionProposer:
         if reply.box is None or reply.box.area <= 1:
             return []
         return [enforce_min_size(reply.box, self.min_size, ctx.screenshot.size)]
-
-
-def build_proposer(config) -> BoxProposer:
-    """The proposer a :class:`RegionFocusConfig` names (SAM and layout imported lazily)."""
-    fixed = FixedRatioProposer(config.ratios)
-    if config.proposer == "fixed":
-        return fixed
-    if config.proposer == "predict-region":
-        return PredictRegionProposer(config.min_box_size)
-    if config.proposer == "layout":
-        from .layout import LayoutProposer
-
-        return LayoutProposer(min_size=config.min_box_size, fallback=fixed)
-    if config.proposer == "sam":
-        from .sam import SamProposer
-
-        return SamProposer(
-            checkpoint=config.sam_checkpoint,
-            model_type=config.sam_model_type,
-            margin=config.sam_margin,
-            min_size=config.min_box_size,
-            fallback=fixed,
-        )
-    raise ValueError(f"unknown proposer {config.proposer!r}")

@@ -9,9 +9,10 @@ Python use::
     asyncio.run(run_screenspot(samples, model, RegionFocusConfig(), "runs/cad"))
 """
 
+from regionfocus.runlog import RunFolderError
+
 from .dataset import DatasetError, Sample, Selection, load_dataset
 from .metrics import correctness, evaluate, metric_block
-from .records import RunFolderError
 from .report import compare_runs, write_reports
 from .runner import run_samples, run_screenspot
 

@@ -21,10 +21,17 @@ from PIL import Image, ImageDraw, ImageFont
 
 from regionfocus.geometry import Box, Point
 from regionfocus.landmarks import STAR_FILL, draw_boxes, draw_landmarks
+from regionfocus.runlog import (
+    RECORDS,
+    atomic_write_json,
+    atomic_write_text,
+    flatten,
+    read_config,
+    read_records,
+)
 
 from .dataset import GROUPS, sample_order_key
 from .metrics import CORRECT, detail, evaluate
-from .records import RECORDS, atomic_write_json, atomic_write_text, flatten, read_config, read_records
 
 ROWS = (("baseline", "baseline"), ("final", "+ RegionFocus"))
 

@@ -22,10 +22,10 @@ from regionfocus.actions import Action
 from regionfocus.agent import RegionFocusAgent, StaticPrediction
 from regionfocus.config import RegionFocusConfig
 from regionfocus.model import GroundingModel
+from regionfocus.runlog import RunFolder
 
 from .dataset import Sample
 from .metrics import CORRECT, WRONG, correctness
-from .records import RECORDS, RecordLog, check_or_write_config, read_records
 
 
 def action_point(action: Action | None) -> list[float] | None:
@@ -152,39 +152,32 @@ class _Progress:
 async def run_samples(
     samples: Sequence[Sample],
     agent: RegionFocusAgent,
-    run_dir: str | Path,
+    folder: RunFolder | str | Path,
     *,
     concurrency: int = 4,
     progress: bool | None = None,
-    retry_errors: bool = False,
 ) -> list[dict[str, Any]]:
-    """Run every sample not yet in ``run_dir/records.jsonl`` with at most ``concurrency`` in
-    flight; return the records of ``samples`` (old and new) in dataset order.
-
-    ``retry_errors``: also rerun samples recorded with status "error" (a server that was down);
-    their new record is appended and supersedes the old one. Cancellation (Ctrl-C) cancels the
-    samples in flight and leaves the file consistent.
+    """Run every sample not yet finished in ``folder`` with at most ``concurrency`` in flight;
+    return the records of ``samples`` (old and new) in dataset order. ``folder``: an open
+    :class:`RunFolder`, or a path (opened with no pinned settings, for scripts and tests). Which finished samples are
+    kept (errors only without ``--retry-errors``) the folder decided when it was opened; a
+    retried sample's new record supersedes the old one. Cancellation (Ctrl-C) cancels the
+    samples in flight and leaves the log consistent.
     """
     if concurrency < 1:
         raise ValueError(f"--concurrency must be >= 1, got {concurrency}")
-    path = Path(run_dir) / RECORDS
+    if not isinstance(folder, RunFolder):  # a bare folder: nothing pinned beyond "no settings"
+        with RunFolder(folder, {}, {}) as opened:
+            return await run_samples(samples, agent, opened, concurrency=concurrency, progress=progress)
     wanted = {s.id for s in samples}
-    done = {
-        r["id"]: r
-        for r in read_records(path)
-        if r["id"] in wanted and not (retry_errors and r["status"] == "error")
-    }
-    pending = [s for s in samples if s.id not in done]
+    pending = [s for s in samples if s.id not in folder.done]
     sem = asyncio.Semaphore(concurrency)
-    log = RecordLog(path)
-    bar = _Progress(len(samples), list(done.values()), progress)
+    bar = _Progress(len(samples), [r for i, r in folder.done.items() if i in wanted], progress)
 
     async def worker(sample: Sample) -> None:
         async with sem:
             rec = await run_one(agent, sample)
-        log.append(rec)  # no await between finishing and appending: cancellation cannot split it
-        done[sample.id] = rec
-        bar.update(rec)
+        bar.update(folder.add(rec))  # no await between finishing and appending: cancellation cannot split it
 
     tasks = [asyncio.create_task(worker(s)) for s in pending]
     try:
@@ -193,9 +186,8 @@ async def run_samples(
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        log.close()
         bar.close()
-    return [done[s.id] for s in samples if s.id in done]
+    return [folder.done[s.id] for s in samples if s.id in folder.done]
 
 
 async def run_screenspot(
@@ -217,10 +209,9 @@ async def run_screenspot(
 
     run_dir = Path(run_dir)
     ident = {"regionfocus": config.to_dict(), "regionfocus_enabled": enabled, **(identity or {})}
-    check_or_write_config(run_dir, ident, {"concurrency": concurrency, **(invocation or {})})
     agent = RegionFocusAgent(model, config, enabled=enabled)
-    records = await run_samples(
-        samples, agent, run_dir, concurrency=concurrency, progress=progress, retry_errors=retry_errors
-    )
+    inv = {"concurrency": concurrency, **(invocation or {})}
+    with RunFolder(run_dir, ident, inv, retry_errors=retry_errors) as folder:
+        records = await run_samples(samples, agent, folder, concurrency=concurrency, progress=progress)
     write_reports(run_dir, n_selected=len(samples))
     return records

@@ -19,6 +19,7 @@ import pytest
 from PIL import Image
 
 from regionfocus import RegionFocusConfig
+from regionfocus.runlog import read_records
 from screenspot_pro.dataset import (
     BBOX_TOLERANCE_PX,
     CLIPPED,
@@ -36,7 +37,6 @@ from screenspot_pro.dataset import (
     load_dataset,
 )
 from screenspot_pro.metrics import correctness
-from screenspot_pro.records import read_records
 from screenspot_pro.runner import run_screenspot
 
 from .test_screenspot_helpers import ColourModel, expected_outcomes, fresh_dataset

@@ -15,8 +15,9 @@ import pytest
 from PIL import Image, ImageDraw, ImageFont
 
 from regionfocus import Box, FixedRatioProposer, Point, Query, RegionFocusConfig
+from regionfocus.box_proposers import build_proposer
 from regionfocus.layout import LayoutProposer
-from regionfocus.proposals import ProposalContext, build_proposer
+from regionfocus.proposals import ProposalContext
 
 
 @dataclass

@@ -18,7 +18,8 @@ import pytest
 from PIL import Image, ImageDraw
 
 from regionfocus import Box, FixedRatioProposer, Point, Query, RegionFocusConfig
-from regionfocus.proposals import ProposalContext, build_proposer
+from regionfocus.box_proposers import build_proposer
+from regionfocus.proposals import ProposalContext
 
 pytest.importorskip("segment_anything")
 

@@ -28,6 +28,7 @@ from playwright.async_api import BrowserContext, Dialog, Page, Playwright, Reque
 from playwright.async_api import Error as PlaywrightError
 
 from regionfocus.actions import Action, ActionType
+from regionfocus.chromium import CHROMIUM_ARGS, resolve_browser
 from regionfocus.triggers import Effect
 
 from .actions_exec import ActionError, ExecOptions, execute
@@ -43,28 +44,6 @@ from .effects import (
 from .zoom import CdpZoom
 
 log = logging.getLogger(__name__)
-
-DEBIAN_CHROMIUM = "/usr/lib/chromium/chromium"  # /usr/bin/chromium is a wrapper script
-CHROMIUM_ARGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-)
-
-
-def resolve_browser(path: str | None) -> str | None:
-    """The Chromium executable to launch: ``path`` if given (must exist), else Debian's
-    Chromium when installed, else None (Playwright's own browser)."""
-    if path:
-        if not os.path.isfile(path):
-            raise FileNotFoundError(f"--browser {path}: no such file")
-        return path
-    return DEBIAN_CHROMIUM if os.path.isfile(DEBIAN_CHROMIUM) else None
-
 
 @dataclass
 class EnvConfig:

@@ -6,7 +6,7 @@ Output layout (the official one, DESIGN §5)::
     DIR/images/<application>_<platform>/screen_NN.png
     DIR/manifest.json                               written last: marks a complete build
 
-Each screen is a 3840x2160 image of a page composed by ``builder_pages.screen_html``:
+Each screen is a 3840x2160 image of a page composed by ``pages.screen_html``:
 professional-app chrome around windows of MiniWoB++ task snapshots (``genProblem()`` after
 ``Math.seedrandom``, DESIGN §8), mostly 9-13 CSS px text. Each application has a UI scale
 (100/150/200 %, ``Theme.ui_scale``): its screens are laid out in a 3840/s x 2160/s CSS viewport
@@ -38,11 +38,18 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from screenspot_pro import builder_pages as pages
-from screenspot_pro.builder_pages import THEMES, TileSnapshot, Words
+from regionfocus.chromium import CHROMIUM_ARGS, DEBIAN_CHROMIUM
 
-# The browsing harness owns how Chromium is launched here; the builder renders with the same.
-from webvoyager.browser import CHROMIUM_ARGS, DEBIAN_CHROMIUM
+from . import pages
+from .pages import THEMES, TileSnapshot, Words
+
+_JS_DIR = Path(__file__).with_name("js")
+
+
+def _js(name: str) -> str:
+    """A script the builder runs in the page (package data beside this module)."""
+    return (_JS_DIR / name).read_text(encoding="utf-8")
+
 
 # Bump when the output for the same parameters changes; it is part of the cache key.
 BUILD_VERSION = 2
@@ -98,145 +105,22 @@ ICON_TEMPLATES = {
     "win-minimize": ('minimize the "{t}" window', "最小化“{t}”窗口"),
 }
 
-_SNAPSHOT_JS = """
-(seeds) => seeds.map((s) => {
-  Math.seedrandom(s);
-  genProblem();
-  return document.querySelector('#area').outerHTML;
-})
-"""
+_SNAPSHOT_JS = _js("snapshot.js")
 
 # Rewrites the task page's own <style> rules under `.mw-<task>` so tasks can share one page.
-_SCOPED_CSS_JS = """
-(scope) => {
-  const out = [];
-  for (const st of document.querySelectorAll('style')) {
-    for (const r of st.sheet.cssRules) {
-      if (r.selectorText === undefined) continue;
-      const sel = r.selectorText.split(',').map((s) => {
-        s = s.trim().replace(/^(html|body)\\b/, '');
-        return scope + ' ' + s;
-      }).join(', ');
-      out.push(sel + ' { ' + r.style.cssText + ' }');
-    }
-  }
-  return out.join('\\n');
-}
-"""
+_SCOPED_CSS_JS = _js("scoped_css.js")
 
 # Large results and arguments cross the Playwright protocol as one JSON string: its per-value
 # (de)serialisation and validation of thousands of strings cost seconds of Python CPU per build.
-_WORDS_JS = """
-() => JSON.stringify({people: ui_utils.PEOPLE_NAMES, last_names: ui_utils.LAST_NAMES,
-        countries: ui_utils.COUNTRIES, languages: ui_utils.LANGUAGES,
-        lorem: ui_utils.lorem_words, colors: ui_utils.COLORS})
-"""
+_WORDS_JS = _js("words.js")
 
 # Reads every visible text unit and every candidate target from the composed screen.
 # Boxes are viewport CSS px (image px / device scale factor): [left, top, right, bottom].
-_EXTRACT_JS = """
-() => {
-  const W = innerWidth, H = innerHeight;
-  const norm = (s) => s.replace(/\\s+/g, ' ').trim();
-  const visible = (el) => el.checkVisibility({checkOpacity: true, checkVisibilityCSS: true});
-  // Visible region of an element's content: the viewport cut by every clipping ancestor.
-  const clipCache = new Map();
-  function clipOf(el) {
-    const parent = el.parentElement;
-    if (!parent) return [0, 0, W, H];
-    if (clipCache.has(parent)) return clipCache.get(parent);
-    let r = clipOf(parent);
-    const cs = getComputedStyle(parent);
-    if (cs.overflowX !== 'visible' || cs.overflowY !== 'visible') {
-      const b = parent.getBoundingClientRect();
-      r = [Math.max(r[0], b.left), Math.max(r[1], b.top), Math.min(r[2], b.right), Math.min(r[3], b.bottom)];
-    }
-    clipCache.set(parent, r);
-    return r;
-  }
-  const box = (r) => [r.left, r.top, r.right, r.bottom];
-  function textBox(node) {
-    const range = document.createRange();
-    range.selectNodeContents(node);
-    return box(range.getBoundingClientRect());
-  }
-  // Whole box inside the clip; the costlier hit test runs later (_HIT_TEST_JS) on fewer boxes.
-  function shown(el, b) {
-    if (b[2] - b[0] < 3 || b[3] - b[1] < 3) return false;
-    const c = clipOf(el);
-    return !(b[0] < c[0] - 0.01 || b[1] < c[1] - 0.01 || b[2] > c[2] + 0.01 || b[3] > c[3] + 0.01);
-  }
-  window.__rfElements = [];
-  const add = (el, c) => { c.ref = window.__rfElements.length; window.__rfElements.push(el); cands.push(c); };
-  const units = [], cands = [];
-  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
-  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
-    const t = norm(n.textContent);
-    const p = n.parentElement;
-    if (!t || !p || ['SCRIPT', 'STYLE'].includes(p.tagName)) continue;
-    if (p.tagName === 'OPTION') {  // a closed <select> shows one option: count them all
-      const sel = p.closest('select');
-      if (sel && visible(sel)) units.push(t);
-      continue;
-    }
-    if (!visible(p)) continue;
-    const b = textBox(n), c = clipOf(p);
-    if (b[2] - b[0] <= 0 || b[3] - b[1] <= 0) continue;
-    if (b[2] <= c[0] || b[0] >= c[2] || b[3] <= c[1] || b[1] >= c[3]) continue;
-    units.push(t);
-  }
-  for (const inp of document.querySelectorAll('input, textarea')) {
-    if (!visible(inp)) continue;
-    for (const t of [inp.value, inp.placeholder]) if (t && norm(t)) units.push(norm(t));
-  }
-  for (const el of document.querySelectorAll('[data-rf]')) {
-    if (!visible(el)) continue;
-    const kind = el.dataset.rfKind;
-    const isText = el.dataset.rf === 'text';
-    const text = isText ? norm(el.textContent) : el.dataset.rfLabel;
-    const b = isText && kind !== 'menu' ? textBox(el.firstChild) : box(el.getBoundingClientRect());
-    if (!shown(el, b)) continue;
-    const bucket = isText ? 'chrome-text' : (kind === 'tool' ? 'tool' : 'chrome-icon');
-    add(el, {ui_type: isText ? 'text' : 'icon', kind, text, bucket, bbox: b});
-  }
-  for (const tile of document.querySelectorAll('.mwt')) {
-    for (const el of tile.querySelectorAll('*')) {
-      if (!visible(el)) continue;
-      if (el.tagName === 'INPUT' && (el.type === 'checkbox' || el.type === 'radio')) {
-        const lab = el.closest('label');
-        let text = lab ? norm(lab.textContent) : '';
-        if (!text && el.nextSibling) text = norm(el.nextSibling.textContent || '');
-        const b = box(el.getBoundingClientRect());
-        if (text && shown(el, b)) add(el, {ui_type: 'icon', kind: el.type, text, bucket: 'tile-icon', bbox: b});
-        continue;
-      }
-      const texts = [...el.childNodes].filter((n) => n.nodeType === 3 && norm(n.textContent));
-      if (texts.length !== 1) continue;
-      const text = norm(texts[0].textContent);
-      if (norm(el.textContent) !== text || ['SCRIPT', 'STYLE', 'OPTION', 'SELECT'].includes(el.tagName)) continue;
-      let kind = 'text', whole = false;
-      if (el.tagName === 'BUTTON') { kind = 'button'; whole = true; }
-      else if (el.classList.contains('ui-tabs-anchor')) { kind = 'tab'; whole = true; }
-      else if (el.classList.contains('ui-accordion-header')) { kind = 'section'; whole = true; }
-      else if (el.tagName === 'A' || el.classList.contains('alink')) kind = 'link';
-      else if (el.tagName === 'LABEL') kind = 'option';
-      const b = whole ? box(el.getBoundingClientRect()) : textBox(texts[0]);
-      if (shown(el, b)) add(el, {ui_type: 'text', kind, text, bucket: 'tile-text', bbox: b});
-    }
-  }
-  return JSON.stringify({units, cands});
-}
-"""
+_EXTRACT_JS = _js("extract.js")
 
 
 # Is the candidate what a click at its box centre would hit (not covered by another element)?
-_HIT_TEST_JS = """
-(items) => JSON.parse(items).map(([ref, b]) => {
-  const el = window.__rfElements[ref];
-  const hit = document.elementFromPoint((b[0] + b[2]) / 2, (b[1] + b[3]) / 2);
-  return hit !== null && (hit === el || el.contains(hit) || (el.control !== undefined && el.control === hit));
-})
-"""
+_HIT_TEST_JS = _js("hit_test.js")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,299 @@
+"""The run folder every harness writes: a pinned configuration and an append-only record log.
+
+Layout (``RUN_DIR``)::
+
+    config.json     {"schema_version", "identity": what changes results, "invocation": what does not}
+    records.jsonl   one JSON object per finished sample or task, appended and fsynced as each
+                    finishes; the later of two records with one id wins (a retried error)
+
+Everything else a harness writes (official-format results, summaries, reports) is derived
+from these two files, atomically, and can be rebuilt from them at any time. A crash can cut
+only the last line short: reading ignores it and the next append truncates it away.
+
+The same error policy holds for every harness: a sample or task that failed is recorded with
+``status: "error"`` and stays in the denominator; resuming keeps it unless the caller asks to
+retry errors (``--retry-errors``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+SCHEMA_VERSION = 2  # 1: records before the shared log (no schema_version field)
+RECORDS = "records.jsonl"
+CONFIG = "config.json"
+
+# Settings that existed in older run folders and no longer change anything: ignored when an old
+# folder's pinned configuration is compared with today's.
+RETIRED_KEYS = frozenset({"regionfocus.seed"})
+
+
+class RunFolderError(ValueError):
+    """The run folder cannot be used as asked (corrupt records, a different configuration)."""
+
+
+# ------------------------------------------------------------------------------ atomic writes
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    """Write ``data`` to a temporary file beside ``path``, fsync it, then rename over ``path``:
+    readers see the old file or the new one, never half of either."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.chmod(tmp, _file_mode(path))  # mkstemp makes 0600; results are meant to be shared
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: str | Path, data: Any, *, ascii: bool = False) -> None:
+    """Indented JSON. ``ascii=True`` escapes every non-ASCII character as ``\\uXXXX``
+    (json.dump's default, which the official WebVoyager runner keeps in its message files)."""
+    atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=ascii) + "\n")
+
+
+def atomic_save_png(path: str | Path, image: Any) -> None:
+    """A PIL image as PNG, atomically (screenshots and views)."""
+    import io
+
+    buf = io.BytesIO()
+    image.save(buf, format="PNG")
+    atomic_write_bytes(path, buf.getvalue())
+
+
+def _file_mode(path: Path) -> int:
+    if path.exists():
+        return path.stat().st_mode & 0o777
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def read_json(path: str | Path, default: Any = None) -> Any:
+    """A JSON file, ``default`` when it does not exist, a clear error when it is not JSON."""
+    path = Path(path)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return default
+    except json.JSONDecodeError as e:
+        raise RunFolderError(f"{path}: not valid JSON ({e.msg}); delete it or choose another --out") from None
+
+
+# ------------------------------------------------------------------------------ records
+@dataclass
+class RunRecord:
+    """One finished sample or task: the fields every harness shares, and its own ``body``.
+
+    On disk the body's fields sit beside the shared ones in one flat JSON object, so tools that
+    read ``records.jsonl`` line by line see plain records."""
+
+    id: str
+    status: Literal["ok", "error"] = "ok"
+    error: str | None = None
+    body: dict[str, Any] = field(default_factory=dict)
+    schema_version: int = SCHEMA_VERSION
+
+    def to_json(self) -> dict[str, Any]:
+        shared = {
+            "schema_version": self.schema_version,
+            "id": self.id,
+            "status": self.status,
+            "error": self.error,
+        }
+        return {**shared, **{k: v for k, v in self.body.items() if k not in shared}}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunRecord:
+        body = {k: v for k, v in data.items() if k not in ("schema_version", "id", "status", "error")}
+        error = data.get("error")
+        status = data.get("status") or ("error" if error else "ok")
+        return cls(str(data["id"]), status, error, body, int(data.get("schema_version", 1)))
+
+
+def _scan(path: Path) -> tuple[list[dict[str, Any]], int]:
+    """The complete records and the byte offset where the valid part of the file ends."""
+    records: list[dict[str, Any]] = []
+    good_end = 0
+    data = path.read_bytes()
+    lines = data.split(b"\n")
+    pos = 0
+    for i, raw in enumerate(lines):
+        if i == len(lines) - 1:
+            break  # bytes after the final newline: an interrupted append, never a finished record
+        end = pos + len(raw) + 1
+        if raw.strip():
+            try:
+                rec = json.loads(raw)
+                if not isinstance(rec, dict) or "id" not in rec:
+                    raise ValueError("not a record object")
+            except ValueError as e:
+                if all(not line.strip() for line in lines[i + 1 :]):
+                    break  # a torn final line that happened to end in a newline
+                raise RunFolderError(
+                    f"{path}: line {i + 1} is not a valid record ({e}); "
+                    "the file was edited or corrupted, fix or remove that line"
+                ) from None
+            if int(rec.get("schema_version", 1)) > SCHEMA_VERSION:
+                raise RunFolderError(
+                    f"{path}: line {i + 1} was written by a newer regionfocus (record schema "
+                    f"{rec['schema_version']}, this one reads up to {SCHEMA_VERSION}); upgrade to read it"
+                )
+            records.append(rec)
+        good_end = end
+        pos = end
+    return records, good_end
+
+
+def read_records(path: str | Path) -> list[dict[str, Any]]:
+    """Every complete record in ``path`` (a missing file has none), one per id, in the order
+    first seen. An id appears twice only when an error was retried: the later record wins."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    records, _ = _scan(path)
+    return list({r["id"]: r for r in records}.values())
+
+
+class RecordLog:
+    """Appends records to a JSONL file durably (write, flush, fsync per record)."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.path.exists():
+            _, good_end = _scan(self.path)
+            if good_end < self.path.stat().st_size:
+                with open(self.path, "r+b") as f:  # drop the torn tail before appending
+                    f.truncate(good_end)
+        self._f = open(self.path, "a", encoding="utf-8")
+
+    def append(self, record: dict[str, Any] | RunRecord) -> dict[str, Any]:
+        data = record.to_json() if isinstance(record, RunRecord) else RunRecord.from_json(record).to_json()
+        self._f.write(json.dumps(data, ensure_ascii=False, allow_nan=False) + "\n")
+        self._f.flush()
+        os.fsync(self._f.fileno())
+        return data
+
+    def close(self) -> None:
+        if not self._f.closed:
+            self._f.close()
+
+    def __enter__(self) -> RecordLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# ------------------------------------------------------------------------------ configuration
+def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """{"a": {"b": 1}} -> {"a.b": 1}: a configuration difference names the exact setting."""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def config_diff(pinned: dict[str, Any], now: dict[str, Any]) -> list[str]:
+    """One line per setting that differs, key by key (retired settings ignored)."""
+    before = {k: v for k, v in flatten(pinned).items() if k not in RETIRED_KEYS}
+    after = flatten(json.loads(json.dumps(now)))  # tuples -> lists, as they were stored
+    return [
+        f"{k}: {before.get(k)!r} in the folder, {after.get(k)!r} now"
+        for k in sorted(set(before) | set(after))
+        if before.get(k) != after.get(k)
+    ]
+
+
+def pin_config(
+    run_dir: str | Path, identity: dict[str, Any], invocation: dict[str, Any], *, fresh_hint: str = "--out"
+) -> None:
+    """Pin ``identity`` (the whole resolved configuration: everything that changes results) to
+    the run folder at the first start, and refuse to resume a folder pinned to another one,
+    listing every difference. ``invocation`` (concurrency, progress, timeouts: nothing that
+    changes a result) is rewritten every time. ``fresh_hint`` names the flag that starts a fresh
+    folder, for the error message."""
+    run_dir = Path(run_dir)
+    path = run_dir / CONFIG
+    old = read_json(path)
+    if old is not None and (run_dir / RECORDS).exists():
+        if not isinstance(old, dict) or "identity" not in old:
+            raise RunFolderError(
+                f"{path} was written by an older regionfocus (no pinned identity); "
+                f"start a fresh folder with {fresh_hint}, or convert it: regionfocus's README, 'Run folders'"
+            )
+        diffs = config_diff(old["identity"], identity)
+        if diffs:
+            raise RunFolderError(
+                f"{run_dir} holds a run with a different configuration, so resuming would mix two "
+                "experiments:\n  " + "\n  ".join(diffs) + f"\nstart a fresh folder with {fresh_hint} DIR, "
+                "or rerun with the folder's settings (see its config.json)"
+            )
+    atomic_write_json(
+        path, {"schema_version": SCHEMA_VERSION, "identity": identity, "invocation": invocation}
+    )
+
+
+def read_config(run_dir: str | Path) -> dict[str, Any]:
+    data = read_json(Path(run_dir) / CONFIG, default={})
+    return data if isinstance(data, dict) else {}
+
+
+class RunFolder:
+    """A run folder opened for a run: pinned configuration, finished records, an open log.
+
+    ``done``: id -> record of everything already finished and kept (errors are kept unless
+    ``retry_errors``). Use as a context manager so the log is closed."""
+
+    def __init__(
+        self,
+        root: str | Path,
+        identity: dict[str, Any],
+        invocation: dict[str, Any],
+        *,
+        retry_errors: bool = False,
+        fresh_hint: str = "--out",
+    ):
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        pin_config(self.root, identity, invocation, fresh_hint=fresh_hint)
+        self.records: dict[str, dict[str, Any]] = {r["id"]: r for r in read_records(self.root / RECORDS)}
+        self.done = {
+            i: r for i, r in self.records.items() if not (retry_errors and r.get("status") == "error")
+        }
+        self.log = RecordLog(self.root / RECORDS)
+
+    def add(self, record: dict[str, Any] | RunRecord) -> dict[str, Any]:
+        """Append ``record`` durably and return it as stored."""
+        data = self.log.append(record)
+        self.records.pop(data["id"], None)
+        self.records[data["id"]] = data
+        self.done[data["id"]] = data
+        return data
+
+    def close(self) -> None:
+        self.log.close()
+
+    def __enter__(self) -> RunFolder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

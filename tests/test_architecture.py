@@ -1,0 +1,215 @@
+"""The layering of DESIGN.md §3, read from the code itself: harnesses -> adapters -> core.
+
+Every import of every module of the installed packages is read from its source (module level
+and inside functions alike, so a lazy import counts) and checked against the allowed edges;
+the module graph must have no cycles; the core must not even name another package of ours in
+a string (commands reach the CLI as entry points). A forbidden edge fails with the file and line.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+PACKAGES = ("regionfocus", "adapters", "screenspot_pro", "webvoyager")
+# package -> the packages of ours it may import (itself always)
+ALLOWED = {
+    "regionfocus": set(),
+    "adapters": {"regionfocus"},
+    "screenspot_pro": {"regionfocus", "adapters"},
+    "webvoyager": {"regionfocus", "adapters"},
+}
+
+
+@dataclass(frozen=True)
+class Edge:
+    source: str  # importing module
+    target: str  # imported module (as far as it resolves to one of ours)
+    where: str  # file:line
+
+
+def module_files(root: Path, package: str) -> dict[str, Path]:
+    """Dotted module name -> file, for every .py below ``root/package``."""
+    out = {}
+    for path in sorted((root / package).rglob("*.py")):
+        rel = path.relative_to(root).with_suffix("")
+        parts = list(rel.parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+def _resolve(module: str, is_package: bool, level: int, name: str | None) -> str:
+    if level == 0:
+        return name or ""
+    base = module.split(".")
+    base = base if is_package else base[:-1]
+    base = base[: len(base) - (level - 1)]
+    return ".".join(base + ([name] if name else []))
+
+
+def imports_of(module: str, path: Path) -> list[Edge]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    is_package = path.name == "__init__.py"
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = _resolve(module, is_package, node.level, node.module)
+            # `from pkg import sub` may import the submodule pkg.sub: keep the deeper name when
+            # it is a module of ours, the package otherwise (resolved against the graph later).
+            names = [f"{base}.{a.name}" for a in node.names] + [base]
+        else:
+            continue
+        for target in names:
+            if target.split(".")[0] in PACKAGES:
+                out.append(Edge(module, target, f"{path}:{node.lineno}"))
+    return out
+
+
+def core_strings_naming_others(modules: dict[str, Path]) -> list[str]:
+    bad = []
+    for module, path in modules.items():
+        if not module.startswith("regionfocus"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                head = node.value.strip().split(".")[0].split(":")[0]
+                if head in PACKAGES and head != "regionfocus" and node.value.strip() == node.value:
+                    if all(c.isidentifier() for c in node.value.replace(":", ".").split(".")):
+                        bad.append(f"{path}:{node.lineno}: names {node.value!r}")
+    return bad
+
+
+def check(root: Path) -> list[str]:
+    """Every violation under ``root`` (a folder holding the four packages), as text."""
+    modules: dict[str, Path] = {}
+    for package in PACKAGES:
+        if (root / package).is_dir():
+            modules.update(module_files(root, package))
+    problems = []
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for module, path in modules.items():
+        src_pkg = module.split(".")[0]
+        for edge in imports_of(module, path):
+            dst_pkg = edge.target.split(".")[0]
+            if dst_pkg != src_pkg and dst_pkg not in ALLOWED[src_pkg]:
+                problems.append(f"{edge.where}: {src_pkg} must not import {dst_pkg} ({edge.target})")
+            target = edge.target
+            while target and target not in modules:
+                target = target.rpartition(".")[0]
+            if target and target != module:
+                graph[module].add(target)
+    problems += [f"import cycle: {' -> '.join(c)}" for c in cycles(graph)]
+    problems += core_strings_naming_others(modules)
+    return problems
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan), each as a path.
+
+    A package's ``__init__`` importing its own submodules, which import names back from the
+    package, is the one cycle Python resolves by design; it is not counted (edges from a
+    submodule to its own parent package are ignored)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+    counter = [0]
+
+    def edges(v: str) -> set[str]:
+        return {w for w in graph[v] if not v.startswith(w + ".")}
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in edges(v):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def installed_root() -> Path:
+    spec = importlib.util.find_spec("regionfocus")
+    assert spec is not None and spec.origin is not None, "regionfocus is not installed"
+    return Path(spec.origin).parent.parent
+
+
+def test_the_installed_packages_keep_their_layers():
+    root = installed_root()
+    for package in PACKAGES:
+        assert (root / package).is_dir(), f"{package} not found beside regionfocus in {root}"
+    assert check(root) == []
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+CLEAN = {
+    "regionfocus/__init__.py": "from .core import f\n",
+    "regionfocus/core.py": "import os\ndef f():\n    return os\n",
+    "adapters/__init__.py": "from regionfocus.core import f\n",
+    "screenspot_pro/__init__.py": "from adapters import f\n",
+    "webvoyager/__init__.py": "from regionfocus import f\n",
+}
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        ({"regionfocus/bad.py": "def g():\n    import adapters\n"}, "regionfocus must not import adapters"),
+        ({"adapters/bad.py": "from webvoyager import x\n"}, "adapters must not import webvoyager"),
+        (
+            {"webvoyager/bad.py": "from screenspot_pro.runner import y\n"},
+            "webvoyager must not import screenspot_pro",
+        ),
+        (
+            {"screenspot_pro/bad.py": "import webvoyager.browser\n"},
+            "screenspot_pro must not import webvoyager",
+        ),
+        (
+            {
+                "regionfocus/a.py": "from .b import x\n",
+                "regionfocus/b.py": "def g():\n    from .a import y\n",
+            },
+            "import cycle: regionfocus.a -> regionfocus.b",
+        ),
+        ({"regionfocus/cli2.py": 'MOD = "adapters.cli"\n'}, "names 'adapters.cli'"),
+    ],
+)
+def test_a_forbidden_edge_is_caught(tmp_path: Path, extra: dict[str, str], expected: str):
+    _write(tmp_path, CLEAN)
+    assert check(tmp_path) == []
+    _write(tmp_path, extra)
+    problems = check(tmp_path)
+    assert any(expected in p for p in problems), problems
