@@ -295,9 +295,9 @@ async def test_runner_crash_is_recorded_official_files_and_resume(browser, site,
     saved = json.loads((tmp_path / "run" / "results.json").read_text())
     assert [r["id"] for r in saved] and {r["id"] for r in saved} == {"Local--0", "Local--1"}
 
-    # resume: the finished task is skipped, the errored one runs again
+    # resume with --retry-errors: the finished task is skipped, the errored one runs again
     model.full_calls.clear()
-    run2 = RunDir(tmp_path / "run")
+    run2 = RunDir(tmp_path / "run", retry_errors=True)
     run2.open({"agent": "scripted", "regionfocus_enabled": False})
     records2 = await run_tasks(tasks, lambda: RegionFocusAgent(model, enabled=False), run2, browser, settings)
     assert model.full_calls and all(q.startswith("Crash") for q in model.full_calls)

@@ -268,9 +268,14 @@ def test_resume_refuses_different_settings_and_keeps_finished(tmp_path):
     )
     again = RunDir(tmp_path)
     again.open({"agent": "ocr", "regionfocus_enabled": True, "viewport": [600, 400]})
-    assert again.finished("A--0") and not again.finished("A--1") and not again.finished("A--2")
-    with pytest.raises(ValueError, match="regionfocus_enabled: True -> False"):
+    # an error is kept (and counted) on resume, and run again only when asked
+    assert again.finished("A--0") and again.finished("A--1") and not again.finished("A--2")
+    retry = RunDir(tmp_path, retry_errors=True)
+    retry.open({"agent": "ocr", "regionfocus_enabled": True, "viewport": [600, 400]})
+    assert retry.finished("A--0") and not retry.finished("A--1")
+    with pytest.raises(ValueError, match="regionfocus_enabled: True in the folder, False now"):
         RunDir(tmp_path).open({"agent": "ocr", "regionfocus_enabled": False, "viewport": [600, 400]})
+    rd.write_results()
     assert rd.results_path.exists()
 
 
@@ -402,3 +407,31 @@ def test_write_json_is_atomic(tmp_path):
         write_json(p, {"a": object()})
     assert json.loads(p.read_text()) == {"a": 1}
     assert [f.name for f in tmp_path.iterdir()] == ["x.json"]
+
+
+def test_resume_with_another_regionfocus_setting_stops_with_the_diff(tmp_path):
+    """The whole resolved configuration is pinned: a changed proposer is named key by key,
+    with the flag that starts a fresh folder; concurrency is not part of it."""
+    first = {"agent": "ocr", "regionfocus": {"proposer": "fixed", "rounds_per_sample": 1}, "concurrency": 1}
+    rd = RunDir(tmp_path)
+    rd.open(first)
+    rd.record({"id": "A--0", "web_name": "A", "error": None})
+    rd.close()
+    RunDir(tmp_path).open({**first, "concurrency": 4})  # same experiment, more in flight: fine
+    with pytest.raises(ValueError) as e:
+        RunDir(tmp_path).open({**first, "regionfocus": {"proposer": "sam", "rounds_per_sample": 1}})
+    assert "regionfocus.proposer: 'fixed' in the folder, 'sam' now" in str(e.value)
+    assert "--out" in str(e.value) and "rounds_per_sample" not in str(e.value)
+
+
+def test_a_folder_of_the_earlier_layout_is_converted(tmp_path):
+    write_json(tmp_path / "config.json", {"agent": "ocr", "viewport": [600, 400], "concurrency": 2})
+    write_json(tmp_path / "results.json", [{"id": "A--0", "error": None}, {"id": "A--1", "error": "boom"}])
+    rd = RunDir(tmp_path)
+    rd.open({"agent": "ocr", "viewport": [600, 400], "concurrency": 1})
+    assert rd.finished("A--0") and rd.finished("A--1")
+    assert (
+        rd.results["A--1"]["status"] == "error" and rd.results["A--0"]["schema_version"] == 1
+    )  # as written then
+    with pytest.raises(ValueError, match="viewport"):
+        RunDir(tmp_path).open({"agent": "ocr", "viewport": [800, 400]})

@@ -29,6 +29,7 @@ from playwright.async_api import Error as PlaywrightError
 
 from regionfocus.actions import Action, ActionType
 from regionfocus.chromium import CHROMIUM_ARGS, resolve_browser
+from regionfocus.environment import StepResult
 from regionfocus.triggers import Effect
 
 from .actions_exec import ActionError, ExecOptions, execute
@@ -44,6 +45,7 @@ from .effects import (
 from .zoom import CdpZoom
 
 log = logging.getLogger(__name__)
+
 
 @dataclass
 class EnvConfig:
@@ -90,20 +92,6 @@ def url_allowed(url: str, config: EnvConfig) -> str | None:
             return None
         return f"file {path} is outside {root}"
     return f"scheme {scheme or '(none)'!r} is not allowed (http and https only)"
-
-
-@dataclass
-class StepResult:
-    """What executing one action did. ``screenshot``: the page afterwards (the next
-    observation); ``events``: dialogs, new pages, blocked navigations, crashes during the step."""
-
-    effect: Effect
-    screenshot: Image.Image | None
-    url: str
-    error: str | None = None
-    events: list[dict] = field(default_factory=list)
-    crashed: bool = False
-    details: dict = field(default_factory=dict)
 
 
 class Browser:

@@ -122,6 +122,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="what to do with JavaScript alert/confirm/prompt dialogs (always recorded; default accept)",
     )
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
+    g.add_argument(
+        "--retry-errors",
+        action="store_true",
+        help="on resume, run again the tasks recorded with an error (kept and counted otherwise)",
+    )
     g.add_argument("-v", "--verbose", action="store_true", help="log each task's problems")
     add_agent_arguments(p)
     add_regionfocus_arguments(p)
@@ -203,7 +208,7 @@ def run_main(argv: list[str]) -> int:
         "temperature": args.temperature,
         "regionfocus_version": __version__,
     }
-    run_dir = RunDir(args.out)
+    run_dir = RunDir(args.out, retry_errors=args.retry_errors)
     try:
         run_dir.open(config)
     except ValueError as e:
@@ -228,7 +233,10 @@ def run_main(argv: list[str]) -> int:
         if closer is not None:
             await closer()
 
-    asyncio.run(go())
+    try:
+        asyncio.run(go())
+    finally:
+        run_dir.close()
     report = write_report(run_dir.root)
     from .rundir import read_json
 
@@ -260,8 +268,10 @@ def judge_main(argv: list[str]) -> int:
     from .judge import format_summary, judge_run
     from .report import write_report
 
-    if not (Path(args.run_dir) / "results.json").is_file():
-        print(f"regionfocus webvoyager judge: {args.run_dir}/results.json not found", file=sys.stderr)
+    if not _is_run_folder(args.run_dir):
+        print(
+            f"regionfocus webvoyager judge: {args.run_dir} holds no run (no records.jsonl)", file=sys.stderr
+        )
         return 2
     try:
         backend = OpenAIBackend(
@@ -300,18 +310,29 @@ def judge_main(argv: list[str]) -> int:
     return 0
 
 
+def _is_run_folder(path: str) -> bool:
+    root = Path(path)
+    return (root / "records.jsonl").is_file() or (root / "results.json").is_file()
+
+
 def report_main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(
         prog="regionfocus webvoyager report",
-        description="Rebuild RUN_DIR/summary.json, summary.md and report.html from the run folder.",
+        description="Rebuild RUN_DIR/results.json, summary.json, summary.md and report.html from the run "
+        "folder's record log.",
     )
     p.add_argument("run_dir", metavar="RUN_DIR")
     args = p.parse_args(argv)
     from .report import write_report
 
-    if not (Path(args.run_dir) / "results.json").is_file():
-        print(f"regionfocus webvoyager report: {args.run_dir}/results.json not found", file=sys.stderr)
+    if not _is_run_folder(args.run_dir):
+        print(
+            f"regionfocus webvoyager report: {args.run_dir} holds no run (no records.jsonl)", file=sys.stderr
+        )
         return 2
+    from .rundir import read_results, write_json
+
+    write_json(Path(args.run_dir) / "results.json", read_results(args.run_dir))  # derived from the log
     print(write_report(args.run_dir))
     return 0
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from PIL import Image
 
-from .rundir import read_json, write_json
+from .rundir import read_json, read_results, write_json
 
 SYSTEM_PROMPT = """You evaluate whether a web agent completed a task. You are given:
 1. the task instruction, written in natural language;
@@ -120,7 +120,7 @@ async def judge_run(
     if repeats < 1 or last_k < 1:
         raise ValueError(f"--repeats and --last-k must be >= 1, got {repeats} and {last_k}")
     root = Path(run_dir)
-    records = read_json(root / "results.json")
+    records = read_results(root) or None
     if records is None:
         raise FileNotFoundError(f"{root}/results.json not found: run the tasks first")
     records = [r for r in records if r.get("kind", "web") != "miniwob"]

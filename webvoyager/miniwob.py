@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from dataclasses import dataclass
 from pathlib import Path
+
+from regionfocus.environment import EpisodeStatus
 
 from .browser import BrowserEnv
 from .tasks import WebTask
@@ -107,21 +108,6 @@ def miniwob_tasks(spec: str, episodes: int = 1, seed: int = 0) -> list[WebTask]:
         for name in parse_spec(spec)
         for k in range(episodes)
     ]
-
-
-@dataclass
-class EpisodeStatus:
-    """The page's own verdict. ``raw_reward``: +1 / -1 (0 while running); ``reward``: the
-    time-discounted reward; ``success``: done with a positive raw reward."""
-
-    done: bool
-    raw_reward: float
-    reward: float
-    reason: str | None = None
-
-    @property
-    def success(self) -> bool:
-        return self.done and self.raw_reward > 0
 
 
 async def start_episode(

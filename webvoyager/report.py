@@ -16,7 +16,7 @@ from statistics import mean
 
 from PIL import Image
 
-from .rundir import read_json, write_json, write_text
+from .rundir import read_json, read_results, write_json, write_text
 
 # ------------------------------------------------------------------ summary
 
@@ -49,7 +49,7 @@ def _group_stats(records: list[dict]) -> dict:
 def summarize(run_dir: str | Path) -> dict:
     """Per-site and overall statistics of ``RUN_DIR/results.json`` (+ judge.json if any)."""
     root = Path(run_dir)
-    records = read_json(root / "results.json", default=[])
+    records = read_results(root)
     by_site: dict[str, list[dict]] = defaultdict(list)
     for r in records:
         by_site[r.get("web_name", "?")].append(r)
@@ -275,7 +275,7 @@ def write_report(run_dir: str | Path) -> Path:
     """Write ``report.html`` (and the summary) from the folder's files; returns its path."""
     root = Path(run_dir)
     summary = write_summary(root)
-    records = read_json(root / "results.json", default=[])
+    records = read_results(root)
     config = read_json(root / "config.json", default={}) or {}
     vp = config.get("viewport") or [1440, 1440]
     default_size = (int(vp[0]), int(vp[1]))

@@ -1,87 +1,64 @@
-"""The run folder: resolved config, one record per task, per-task trajectories; resumable.
+"""The browsing harness's run folder, on the shared run log (:mod:`regionfocus.runlog`).
 
 Layout (``RUN_DIR``)::
 
-    config.json            the resolved settings (agent, RegionFocus config, viewport, ...)
-    results.json           one record per task or episode, rewritten atomically after each
+    config.json            the whole resolved configuration, pinned at the first start
+    records.jsonl          one record per task or episode, appended as each ends (the truth)
+    results.json           every record as one JSON list: derived from the log, atomically
     summary.json / .md     success per site and overall, steps, triggers (report.py)
     report.html            the trajectory browser (report.py)
     task<ID>/              the official WebVoyager layout, plus ours:
         screenshot{n}.png       the screen the agent saw at step n (1-based), and the final one
         interact_messages.json  readable by the official auto-evaluation script
-        trajectory.json         every step: action, raw text, effect, RegionFocus trace
+        trajectory.json         every step: action, raw text, effect, RegionFocus trace (saved
+                                after every step)
         views/step{n}_{k}.png   the zoomed views RegionFocus looked at
 
-Every file is written to a temporary name and moved into place, so a killed run never leaves
-a half-written JSON. A record with an ``error`` is retried on resume; others are kept.
+Resuming skips every task with a record; a task recorded with an error runs again only with
+``--retry-errors`` (the same policy as ScreenSpot-Pro). A folder from before the shared log
+(``results.json`` and a flat ``config.json``, no ``records.jsonl``) is converted on first open.
 """
 
 from __future__ import annotations
 
-import json
-import os
+import logging
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
-# Settings that must match to resume into an existing folder: mixing them would make the
-# numbers mean nothing.
-RESUME_KEYS = ("agent", "model", "regionfocus_enabled", "viewport", "max_steps", "seed", "task_zoom")
+from regionfocus.runlog import (
+    CONFIG,
+    RECORDS,
+    RecordLog,
+    RunFolder,
+    atomic_save_png,
+    atomic_write_json,
+    atomic_write_text,
+    read_json,
+)
 
+log = logging.getLogger(__name__)
 
-def write_json(path: Path, data: Any, *, ascii: bool = False) -> None:
-    """Atomic JSON write (temporary file in the same folder, then os.replace), indented by 2.
-    ``ascii=True`` escapes every non-ASCII character as ``\\uXXXX`` (json.dump's default, which
-    the official WebVoyager runner keeps for interact_messages.json); otherwise UTF-8 text."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=2, ensure_ascii=ascii)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+# Settings that do not change a task's result: rewritten on every start, never compared.
+INVOCATION_KEYS = ("concurrency",)
 
-
-def write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def save_png(path: Path, image) -> None:
-    """Atomic PNG write for screenshots and views."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    image.save(tmp, format="PNG")
-    os.replace(tmp, path)
-
-
-def read_json(path: Path, default: Any = None) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return default
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{path}: not valid JSON ({e.msg}); delete it or choose another --out") from None
+# The atomic writers under the names the harness's modules use.
+write_json = atomic_write_json
+write_text = atomic_write_text
+save_png = atomic_save_png
 
 
 class RunDir:
-    """A run folder. ``results`` maps task id -> record, in completion order."""
+    """A run folder. ``results`` maps task id -> record (the latest per id)."""
 
-    def __init__(self, root: str | Path):
+    def __init__(self, root: str | Path, *, retry_errors: bool = False):
         self.root = Path(root)
-        self.results: dict[str, dict] = {}
+        self.retry_errors = retry_errors
+        self.folder: RunFolder | None = None
+
+    @property
+    def results(self) -> dict[str, dict]:
+        return self.folder.records if self.folder is not None else {}
 
     @property
     def results_path(self) -> Path:
@@ -90,29 +67,20 @@ class RunDir:
     def task_dir(self, folder: str) -> Path:
         return self.root / folder
 
-    def open(self, config: dict) -> None:
-        """Create the folder or resume it. Raises ValueError when ``config`` disagrees with the
-        one the folder was started with on a setting in RESUME_KEYS."""
+    def open(self, config: dict[str, Any]) -> None:
+        """Create the folder or resume it. Raises ValueError (RunFolderError) listing every
+        setting that differs from the one the folder was started with."""
         self.root.mkdir(parents=True, exist_ok=True)
-        old = read_json(self.root / "config.json")
-        if old is not None:
-            diff = [k for k in RESUME_KEYS if old.get(k) != config.get(k)]
-            if diff:
-                detail = ", ".join(f"{k}: {old.get(k)!r} -> {config.get(k)!r}" for k in diff)
-                raise ValueError(
-                    f"{self.root} holds a run with different settings ({detail}); "
-                    "use another --out or the same settings to resume"
-                )
-        write_json(self.root / "config.json", config)
-        records = read_json(self.results_path, default=[])
-        if not isinstance(records, list):
-            raise ValueError(f"{self.results_path}: expected a JSON list of task records")
-        self.results = {r["id"]: r for r in records if isinstance(r, dict) and "id" in r}
+        _convert_legacy(self.root)
+        identity = {k: v for k, v in config.items() if k not in INVOCATION_KEYS}
+        invocation = {k: v for k, v in config.items() if k in INVOCATION_KEYS}
+        if self.folder is not None:
+            self.folder.close()
+        self.folder = RunFolder(self.root, identity, invocation, retry_errors=self.retry_errors)
 
     def finished(self, task_id: str) -> bool:
-        """Done without error: skipped on resume."""
-        rec = self.results.get(task_id)
-        return rec is not None and not rec.get("error")
+        """Recorded and kept: skipped on resume."""
+        return self.folder is not None and task_id in self.folder.done
 
     def reset_task(self, folder: str) -> Path:
         """An empty folder for a task about to (re)run: a partial earlier attempt is removed."""
@@ -122,7 +90,49 @@ class RunDir:
         d.mkdir(parents=True)
         return d
 
-    def record(self, rec: dict) -> None:
-        self.results.pop(rec["id"], None)
-        self.results[rec["id"]] = rec
+    def record(self, rec: dict) -> dict:
+        """Append a task's record to the log (durably); returns it as stored."""
+        assert self.folder is not None, "open() the run folder first"
+        return self.folder.add(rec)
+
+    def write_results(self) -> Path:
+        """``results.json`` from the log, atomically."""
         write_json(self.results_path, list(self.results.values()))
+        return self.results_path
+
+    def close(self) -> None:
+        if self.folder is not None:
+            self.folder.close()
+
+
+def read_results(root: str | Path) -> list[dict]:
+    """Every task record of a run folder: from the log, or from ``results.json`` in a folder
+    written before the log existed."""
+    from regionfocus.runlog import read_records
+
+    root = Path(root)
+    if (root / RECORDS).exists():
+        return read_records(root / RECORDS)
+    records = read_json(root / "results.json", default=[])
+    return [r for r in records if isinstance(r, dict) and "id" in r] if isinstance(records, list) else []
+
+
+def _convert_legacy(root: Path) -> None:
+    """A folder of the earlier layout: its results.json becomes the log, its flat config the
+    pinned identity. Nothing is lost; the old files stay as they are until rewritten."""
+    config = read_json(root / CONFIG)
+    if config is None or "identity" in config or (root / RECORDS).exists():
+        return
+    records = read_json(root / "results.json", default=[])
+    if not isinstance(records, list):
+        raise ValueError(f"{root / 'results.json'}: expected a JSON list of task records")
+    with RecordLog(root / RECORDS) as out:
+        for rec in records:
+            if isinstance(rec, dict) and "id" in rec:
+                out.append(rec)
+    identity = {k: v for k, v in config.items() if k not in INVOCATION_KEYS}
+    invocation = {k: v for k, v in config.items() if k in INVOCATION_KEYS}
+    write_json(root / CONFIG, {"identity": identity, "invocation": invocation})
+    log.warning(
+        "%s: converted a run folder of the earlier layout (%d records) to records.jsonl", root, len(records)
+    )

@@ -1,8 +1,9 @@
-"""The browsing loop: screenshot -> agent.step -> execute -> agent.observe, per task, resumable.
+"""Runs browsing tasks: one Chromium for the run, a context and an agent per task, resumable.
 
-One Chromium serves the whole run; each task gets its own context and its own agent (history
-stars never leak between tasks). Everything a step did is written to the task folder
-(rundir.py documents the layout); a task that fails (a page that will not load, a crashed
+The loop itself is the core's (:func:`regionfocus.loop.run_episode`, written against the
+environment protocol); here each task becomes a :class:`~webvoyager.task_env.TaskEnv`, each
+step is written to the task folder as it happens (rundir.py documents the layout), and each
+task's record goes to the run log. A task that fails (a page that will not load, a crashed
 renderer, an unexpected error) is recorded with its error and the run goes on.
 """
 
@@ -10,25 +11,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
-import traceback
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from PIL import Image
 
-from regionfocus.actions import ActionType
 from regionfocus.agent import RegionFocusAgent
-from regionfocus.geometry import Box
-from regionfocus.model import Query, Turn
-from regionfocus.views import View, ViewSource
+from regionfocus.loop import Limits, Step, run_episode
 
 from . import miniwob
-from .browser import Browser, BrowserEnv, EnvConfig, StepResult
+from .browser import Browser, BrowserEnv, EnvConfig
 from .official import interact_messages
 from .rundir import RunDir, save_png, write_json
+from .task_env import TaskEnv
 from .tasks import WebTask
 
 log = logging.getLogger(__name__)
@@ -62,39 +59,60 @@ class RunSettings:
         )
 
 
-class RecordingViews:
-    """Passes view requests to ``source`` and keeps each view's image, in request order, so the
-    report can show exactly what the model looked at."""
+class _TaskRecorder:
+    """Writes each step of a task to its folder as soon as it happened: the screenshot, the
+    zoomed views, and the whole trajectory so far (a killed run keeps every finished step)."""
 
-    def __init__(self, source: ViewSource):
-        self.source = source
-        self.images: list[Image.Image | None] = []
+    def __init__(self, task: WebTask, folder: Path):
+        self.task = task
+        self.folder = folder
+        self.steps: list[dict] = []
 
-    async def view(self, box: Box, target: tuple[int, int]) -> View:
-        i = len(self.images)
-        self.images.append(None)
-        v = await self.source.view(box, target)
-        self.images[i] = v.image
-        return v
+    def step(self, step: Step, views: list[Image.Image | None]) -> None:
+        n = step.n
+        save_png(self.folder / f"screenshot{n}.png", step.screenshot)
+        view_files = []
+        for k, img in enumerate(views):
+            if img is not None:
+                name = f"views/step{n}_{k}.png"
+                save_png(self.folder / name, img)
+                view_files.append(name)
+        d = step.decision
+        action = d.action
+        rec = {
+            "step": n,
+            "screenshot": f"screenshot{n}.png",
+            "url": step.url,
+            "action": action.to_dict() if action else None,
+            "action_text": action.describe() if action else "(no action)",
+            "source": d.source,
+            "trigger": d.trigger,
+            "text": d.text,
+            "decision": d.to_dict(),
+            "model_calls": len(d.all_calls),
+            "model_errors": sum(1 for c in d.all_calls if c.error),
+            "views": view_files,
+        }
+        if step.result is not None:
+            r = step.result
+            rec.update(
+                effect=r.effect.to_dict(),
+                effect_details=r.details,
+                events=r.events,
+                error=r.error,
+                url_after=r.url,
+            )
+        if step.status is not None:
+            rec["miniwob"] = asdict(step.status)
+        rec["wall_s"] = round(step.wall_s, 3)
+        self.steps.append(rec)
+        self.save(None, "")
 
-    def take(self) -> list[Image.Image | None]:
-        out, self.images = self.images, []
-        return out
-
-
-def _outcome(step: dict) -> str:
-    if step.get("error"):
-        return f"error: {step['error']}"
-    if step.get("action") is None:
-        return "no action"
-    return "changed the page" if (step.get("effect") or {}).get("changed") else "no visible effect"
-
-
-def _turn(shot: Image.Image, decision, step: dict) -> Turn:
-    """The step as the agent's history holds it: the model's own answer when the executed
-    action is the one it wrote on this screenshot, else only the action (RegionFocus chose it)."""
-    own = decision.source == "agent"
-    return Turn(shot, shot.size, decision.action, decision.text if own else "", _outcome(step))
+    def save(self, record: dict | None, instruction: str) -> None:
+        write_json(
+            self.folder / "trajectory.json",
+            {"task": self.task.to_dict(), "instruction": instruction, "record": record, "steps": self.steps},
+        )
 
 
 async def run_task(
@@ -102,104 +120,18 @@ async def run_task(
 ) -> dict:
     """Run one task (or MiniWoB++ episode) to its end and return its record. Never raises for
     page-side trouble: it ends up in the record's ``error``."""
-    t0 = time.perf_counter()
-    agent.reset()
-    steps: list[dict] = []
-    official_steps: list[dict] = []
-    answer: str | None = None
-    ended = "max-steps"  # finished | call_user | done (MiniWoB++ episode over) | max-steps | error
-    error: str | None = None
-    status: miniwob.EpisodeStatus | None = None
-    instruction = task.ques
-    last: StepResult | None = None
-    views = RecordingViews(env.zoom)
-    try:
-        if task.kind == "miniwob":
-            instruction = await miniwob.start_episode(env, task, settings.task_zoom, settings.episode_ms)
-        else:
-            nav_error = await env.goto(task.web)
-            if nav_error:
-                raise _TaskError(nav_error)
-        shot = await env.observe()
-        turns: list[Turn] = []
-        unsaved: Image.Image | None = None  # the screen the last action left, not yet saved
-        for n in range(1, settings.max_steps + 1):
-            save_png(folder / f"screenshot{n}.png", shot)
-            unsaved = None
-            url = env.page.url if env.page else ""
-            ts = time.perf_counter()
-            query = Query(instruction, "agent", url=url, turns=tuple(turns))
-            decision = await agent.step(shot, query, views=views)
-            view_files = []
-            for k, img in enumerate(views.take()):
-                if img is not None:
-                    name = f"views/step{n}_{k}.png"
-                    save_png(folder / name, img)
-                    view_files.append(name)
-            action = decision.action
-            step = {
-                "step": n,
-                "screenshot": f"screenshot{n}.png",
-                "url": url,
-                "action": action.to_dict() if action else None,
-                "action_text": action.describe() if action else "(no action)",
-                "source": decision.source,
-                "trigger": decision.trigger,
-                "text": decision.text,
-                "decision": decision.to_dict(),
-                "model_calls": len(decision.all_calls),
-                "model_errors": sum(1 for c in decision.all_calls if c.error),
-                "views": view_files,
-            }
-            steps.append(step)
-            official_steps.append({"text": decision.text, "action": action})
-            if action is not None and action.type in (ActionType.FINISHED, ActionType.CALL_USER):
-                # call_user hands the task back: an ending, not an answer (the official message
-                # file says "CallUser", never "ANSWER").
-                ended = action.type.value
-                answer = action.text if action.type == ActionType.FINISHED else None
-                step["wall_s"] = round(time.perf_counter() - ts, 3)
-                break
-            if action is None:
-                step["wall_s"] = round(time.perf_counter() - ts, 3)
-                _remember(turns, _turn(shot, decision, step), settings.keep_screens)
-                continue
-            last = await env.act(action)
-            unsaved = last.screenshot
-            agent.observe(action, last.effect)
-            step.update(
-                effect=last.effect.to_dict(),
-                effect_details=last.details,
-                events=last.events,
-                error=last.error,
-                url_after=last.url,
-            )
-            _remember(turns, _turn(shot, decision, step), settings.keep_screens)
-            if last.crashed:
-                raise _TaskError(f"page crashed at step {n}")
-            if task.kind == "miniwob":
-                status = await miniwob.episode_status(env)
-                step["miniwob"] = asdict(status)
-            step["wall_s"] = round(time.perf_counter() - ts, 3)
-            if status is not None and status.done:
-                ended = "done"
-                break
-            if last.screenshot is None:
-                raise _TaskError(f"no screenshot after step {n}: {last.error}")
-            shot = last.screenshot
-        if unsaved is not None:  # the final screen: the judge's most useful picture
-            save_png(folder / f"screenshot{len(steps) + 1}.png", unsaved)
-    except _TaskError as e:
-        error, ended = str(e), "error"
-    except Exception as e:  # noqa: BLE001 - one task's failure must not end the run
-        error, ended = f"{type(e).__name__}: {e}", "error"
-        log.warning("task %s failed:\n%s", task.id, traceback.format_exc())
-    if task.kind == "miniwob" and status is None and error is None:
-        try:
-            status = await miniwob.episode_status(env)
-        except Exception as e:  # noqa: BLE001
-            error = f"could not read the episode's reward: {e}"
-
+    recorder = _TaskRecorder(task, folder)
+    task_env = TaskEnv(env, task, task_zoom=settings.task_zoom, episode_ms=settings.episode_ms)
+    episode = await run_episode(agent, task_env, Limits(settings.max_steps, settings.keep_screens), recorder)
+    ending, steps = episode.ending, recorder.steps
+    if ending.reason == "error" and ending.error and not ending.error.startswith("page crashed"):
+        log.warning("task %s failed: %s", task.id, ending.error)
+    last = episode.steps[-1] if episode.steps else None
+    if last is not None and last.result is not None and last.result.screenshot is not None:
+        # The screen the last action left: the judge's most useful picture.
+        save_png(folder / f"screenshot{len(steps) + 1}.png", last.result.screenshot)
+    status = episode.status
+    instruction = episode.instruction or task.ques
     triggers = Counter(s["trigger"] for s in steps if s.get("trigger"))
     record = {
         "id": task.id,
@@ -212,36 +144,22 @@ async def run_task(
         "reward": status.reward if status else None,
         "raw_reward": status.raw_reward if status else None,
         "done": status.done if status else None,
-        "answer": answer,
-        "ended": ended,
+        "answer": ending.answer,
+        "ended": ending.reason,
         "steps": len(steps),
         "regionfocus_rounds": agent.rounds_total,
         "model_calls": sum(s["model_calls"] for s in steps),
         "model_errors": sum(s["model_errors"] for s in steps),
         "no_effect_steps": sum(1 for s in steps if s.get("effect") and not s["effect"].get("changed")),
         "triggers": dict(triggers),
-        "error": error,
-        "wall_s": round(time.perf_counter() - t0, 3),
+        "error": ending.error,
+        "wall_s": round(episode.wall_s, 3),
         "folder": task.folder,
     }
-    write_json(
-        folder / "trajectory.json",
-        {"task": task.to_dict(), "instruction": instruction, "record": record, "steps": steps},
-    )
-    write_json(folder / "interact_messages.json", interact_messages(instruction, task.web, official_steps))
+    recorder.save(record, instruction)
+    official = [{"text": s.decision.text, "action": s.decision.action} for s in episode.steps]
+    write_json(folder / "interact_messages.json", interact_messages(instruction, task.web, official))
     return record
-
-
-def _remember(turns: list[Turn], turn: Turn, keep_screens: int) -> None:
-    """Append ``turn``; screenshots older than the last ``keep_screens`` are let go."""
-    turns.append(turn)
-    old = len(turns) - keep_screens - 1
-    if old >= 0 and turns[old].image is not None:
-        turns[old] = replace(turns[old], image=None)
-
-
-class _TaskError(Exception):
-    """Ends a task with a recorded error (a page that will not load, a crash)."""
 
 
 async def run_tasks(
@@ -276,7 +194,7 @@ async def run_tasks(
                 if env is not None:
                     await env.close()
             async with lock:
-                run_dir.record(record)
+                record = run_dir.record(record)
                 done_ok += bool(record.get("success"))
                 if bar is not None:
                     bar.update(1)
@@ -287,6 +205,7 @@ async def run_tasks(
     finally:
         if bar is not None:
             bar.close()
+        run_dir.write_results()
     order = {t.id: i for i, t in enumerate(tasks)}
     return sorted((r for r in run_dir.results.values() if r["id"] in order), key=lambda r: order[r["id"]])
 
