@@ -8,19 +8,16 @@ records name, only for the HTML report, which says so when one is missing.
 
 from __future__ import annotations
 
-import base64
-import html
-import io
 import json
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from PIL import Image, ImageDraw, ImageFont
+from PIL import Image
 
-from regionfocus.geometry import Box, Point
-from regionfocus.landmarks import STAR_FILL, draw_boxes, draw_landmarks
+from regionfocus.report_shell import Overlay, data_attrs, filter_bar, jpeg_data_url, page, shot, thumbnail
+from regionfocus.report_shell import e as _e
 from regionfocus.runlog import (
     RECORDS,
     atomic_write_json,
@@ -323,80 +320,22 @@ def compare_runs(run_a: str | Path, run_b: str | Path) -> str:
 
 
 # ----------------------------------------------------------------------------- HTML
-GT_COLOR = (0, 200, 0)
-BASELINE_COLOR = (230, 30, 30)
-FINAL_COLOR = (20, 90, 255)
-FOCAL_COLOR = (0, 200, 220)
+BASELINE_COLOR = "#e61e1e"
+FINAL_COLOR = "#145aff"
 
 
-def _marker(draw: ImageDraw.ImageDraw, p: Point, color, label: str, r: int, corner: str = "se") -> None:
-    """A ring with a broken cross (the point itself stays visible) and a short label placed at
-    ``corner`` ("se", "ne", "sw", "nw") so coinciding markers do not hide each other's labels."""
-    w = max(2, r // 4)
-    draw.ellipse((p.x - r, p.y - r, p.x + r, p.y + r), outline=color, width=w)
-    for dx, dy in ((1, 0), (-1, 0), (0, 1), (0, -1)):
-        draw.line(
-            (p.x + dx * 0.5 * r, p.y + dy * 0.5 * r, p.x + dx * 1.7 * r, p.y + dy * 1.7 * r),
-            fill=color,
-            width=w,
-        )
-    font = ImageFont.load_default(size=max(11, int(r * 1.5)))
-    left, top, right, bottom = draw.textbbox((0, 0), label, font=font)
-    tx = p.x + 1.2 * r if "e" in corner else p.x - 1.2 * r - (right - left)
-    ty = p.y + 1.0 * r if "s" in corner else p.y - 1.0 * r - (bottom - top)
-    draw.text(
-        (tx - left, ty - top), label, fill=color, font=font, stroke_width=2, stroke_fill=(255, 255, 255)
-    )
-
-
-def _overlay(
-    rec: dict[str, Any], image: Image.Image, origin: Point, scale: float, *, stars: bool = True
-) -> Image.Image:
-    """``image`` shows the screenshot from ``origin`` at ``scale`` (image px per screenshot px).
-    Draws the RegionFocus boxes, the candidates (pink stars, or rings when ``stars`` is False),
-    the focal, baseline and final points, and the ground-truth box last, so it is never hidden."""
-
-    def tp(xy: Sequence[float]) -> Point:
-        return Point((xy[0] - origin.x) * scale, (xy[1] - origin.y) * scale)
-
-    def tb(xyxy: Sequence[float]) -> Box:
-        return Box.from_corners(tp(xyxy[:2]), tp(xyxy[2:]))
-
+def _overlay(rec: dict[str, Any]) -> Overlay:
+    """The last RegionFocus round (boxes, candidates, focal point), the baseline and final
+    points, and the ground-truth box, in screenshot pixels."""
     rounds = (rec.get("trace") or {}).get("rounds") or []
-    boxes = [tb(b) for rnd in rounds for b in rnd.get("boxes", [])]
-    out = draw_boxes(image, boxes) if boxes else image.convert("RGB").copy()
-    cands = [
-        (tp(c["action"]["point"]), str(c.get("number") or ""))
-        for rnd in rounds[-1:]
-        for c in rnd.get("merged", [])
-        if c["action"].get("point")
-    ]
-    r = max(6, round(max(out.size) * 0.007))
-    if stars and cands:
-        out = draw_landmarks(out, [p for p, _ in cands], [lab for _, lab in cands])
-    draw = ImageDraw.Draw(out)
-    if not stars:
-        for p, lab in cands:
-            _marker(draw, p, STAR_FILL, lab, r, "ne")
-    for rnd in rounds:
-        if rnd.get("focal"):
-            _marker(draw, tp(rnd["focal"]), FOCAL_COLOR, "focal", r, "sw")
+    out = Overlay.of_round(rounds[-1]) if rounds else Overlay()
+    out.boxes = [b for rnd in rounds for b in rnd.get("boxes", [])]
     if rec["baseline"]["point"]:
-        _marker(draw, tp(rec["baseline"]["point"]), BASELINE_COLOR, "B", r, "nw")
+        out.marks.append((rec["baseline"]["point"], BASELINE_COLOR, "B"))
     if rec["final"]["point"] and rec["final"]["point"] != rec["baseline"]["point"]:
-        _marker(draw, tp(rec["final"]["point"]), FINAL_COLOR, "F", r, "se")
-    gt = tb(rec["sample"]["bbox"])
-    pad = max(2, r // 3)
-    draw.rectangle(
-        (gt.left - pad, gt.top - pad, gt.right + pad, gt.bottom + pad), outline=GT_COLOR, width=pad
-    )
+        out.marks.append((rec["final"]["point"], FINAL_COLOR, "F"))
+    out.target = rec["sample"]["bbox"]
     return out
-
-
-def _jpeg_data_url(image: Image.Image, quality: int) -> str:
-    buf = io.BytesIO()
-    image.convert("RGB").save(buf, "JPEG", quality=quality, optimize=True)
-    return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
 class _ImageCache:
@@ -407,36 +346,32 @@ class _ImageCache:
         self.thumb_width = thumb_width
         self.path: str | None = None
         self.image: Image.Image | None = None
-        self.thumb: Image.Image | None = None
+        self.thumb_url: str | None = None
 
-    def get(self, path: str) -> tuple[Image.Image, Image.Image] | None:
-        """(full screenshot, thumbnail at most ``thumb_width`` wide), or None if unreadable."""
+    def get(self, path: str) -> tuple[Image.Image, str] | None:
+        """(full screenshot, its thumbnail as a data URL), or None if unreadable."""
         if path != self.path:
-            self.path, self.image, self.thumb = path, None, None
+            self.path, self.image, self.thumb_url = path, None, None
             try:
                 with Image.open(path) as im:
                     self.image = im.convert("RGB")
             except (OSError, ValueError):
                 return None
-            w, h = self.image.size
-            s = min(1.0, self.thumb_width / w)
-            size = (max(1, round(w * s)), max(1, round(h * s)))
-            self.thumb = self.image.resize(size, Image.Resampling.BILINEAR, reducing_gap=2.0)
-        if self.image is None or self.thumb is None:
+            self.thumb_url = jpeg_data_url(thumbnail(self.image, self.thumb_width), 65)
+        if self.image is None or self.thumb_url is None:
             return None
-        return self.image, self.thumb
+        return self.image, self.thumb_url
 
 
-def sample_images(rec: dict[str, Any], cache: _ImageCache) -> tuple[str, str] | None:
-    """Two JPEG data URLs: the whole screen downscaled to the cache's thumbnail width and a
-    magnified crop around the target, both with overlays drawn. None when the screenshot is
-    unreadable."""
+def sample_images(rec: dict[str, Any], cache: _ImageCache) -> str | None:
+    """The whole screen (thumbnail) and a magnified crop around the target, each with the
+    overlay drawn over it; None when the screenshot is unreadable."""
     got = cache.get(rec["sample"]["img_path"])
     if got is None:
         return None
-    full, thumb = got
+    full, thumb_url = got
     w, h = full.size
-    overview = _overlay(rec, thumb, Point(0, 0), thumb.width / w)
+    overlay = _overlay(rec)
     # The crop: about 360x210 screenshot px around the target (more if the target is larger),
     # shown 720 px wide: a 10 px icon and the markers around it stay legible.
     x1, y1, x2, y2 = rec["sample"]["bbox"]
@@ -447,19 +382,16 @@ def sample_images(rec: dict[str, Any], cache: _ImageCache) -> tuple[str, str] | 
     crop = full.crop((left, top, left + cw, top + ch)).resize(
         (round(cw * zoom), round(ch * zoom)), Image.Resampling.LANCZOS
     )
-    detail_img = _overlay(rec, crop, Point(left, top), zoom, stars=False)
-    return _jpeg_data_url(overview, 65), _jpeg_data_url(detail_img, 80)
-
-
-def _e(text: Any) -> str:
-    return html.escape("" if text is None else str(text), quote=True)
+    return shot(thumb_url, overlay, (0, 0, w, h), cls="overview", alt="screenshot with overlays") + shot(
+        jpeg_data_url(crop, 80), overlay, (left, top, cw, ch), cls="crop", alt="region around the target"
+    )
 
 
 def _fmt_point(p: Sequence[float] | None) -> str:
     return "none" if not p else f"({p[0]:.0f}, {p[1]:.0f})"
 
 
-def _sample_card(rec: dict[str, Any], images: tuple[str, str] | str | None) -> str:
+def _sample_card(rec: dict[str, Any], images: str | None) -> str:
     s = rec["sample"]
     oc = outcome(rec)
     trace = rec.get("trace") or {}
@@ -484,16 +416,12 @@ def _sample_card(rec: dict[str, Any], images: tuple[str, str] | str | None) -> s
     if images == _OMITTED:
         imgs = "<p class=meta>screenshot omitted to keep this page small</p>"
     elif images:
-        imgs = (
-            f'<img loading="lazy" class="overview" src="{images[0]}" alt="screenshot with overlays">'
-            f'<img loading="lazy" class="crop" src="{images[1]}" alt="region around the target">'
-        )
+        imgs = images
     else:
         imgs = f"<p class=err>screenshot not available: {_e(s['img_path'])}</p>"
     err = f"<p class=err>error: {_e(rec.get('error'))}</p>" if rec["status"] != "ok" else ""
     return (
-        f'<section class="card" data-group="{_e(s["group"])}" data-app="{_e(s["application"])}" '
-        f'data-outcome="{_e(oc)}">'
+        f'<section class="card" {data_attrs(group=s["group"], app=s["application"], outcome=oc)}>'
         f'<h3>{_e(rec["id"])} <span class="badge {_e(oc.replace("→", "-"))}">{_e(oc)}</span></h3>'
         f"<p class=meta>{_e(s['group'])} · {_e(s['application'])} · {_e(s['platform'])} · "
         f"{_e(s['ui_type'])} · {_e(s['lang'])}</p>"
@@ -510,41 +438,6 @@ def _sample_card(rec: dict[str, Any], images: tuple[str, str] | str | None) -> s
         + f"<details><summary>model calls ({len(calls)})</summary><table class=calls>{call_rows}</table></details>"
         "</section>"
     )
-
-
-_CSS = """
-body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
-table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}
-.kv th,.kv td,.calls td{text-align:left}
-.card{border:1px solid #ddd;border-radius:6px;padding:.6em 1em;margin:1em 0}
-.card.hidden{display:none}.meta{color:#666;margin:0}.inst{font-weight:600}
-.imgs{display:flex;gap:8px;flex-wrap:wrap;align-items:flex-start}
-.overview{max-width:100%;width:1200px}.crop{max-width:100%}
-pre{white-space:pre-wrap;margin:0;max-width:70em}.err{color:#b00}
-.badge{font-size:12px;padding:1px 6px;border-radius:8px;background:#eee}
-.wrong-right{background:#bfb}.right-wrong{background:#fbb}.right-right{background:#dfd}
-.wrong-wrong{background:#fdd}.error{background:#f99}
-.legend span{margin-right:1em}
-"""
-
-_JS = """
-function applyFilters(){
-  var g=document.getElementById('f-group').value,a=document.getElementById('f-app').value,
-      o=document.getElementById('f-outcome').value,n=0;
-  document.querySelectorAll('.card').forEach(function(c){
-    var ok=(!g||c.dataset.group===g)&&(!a||c.dataset.app===a)&&(!o||c.dataset.outcome===o);
-    c.classList.toggle('hidden',!ok); if(ok){n++;}
-  });
-  document.getElementById('shown').textContent=n;
-}
-document.querySelectorAll('select').forEach(function(s){s.addEventListener('change',applyFilters);});
-applyFilters();
-"""
-
-
-def _select(id_: str, label: str, values: Sequence[str]) -> str:
-    opts = "".join(f'<option value="{_e(v)}">{_e(v)}</option>' for v in values)
-    return f'<label>{_e(label)} <select id="{id_}"><option value="">all</option>{opts}</select></label> '
 
 
 def _html_table(rows: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> str:
@@ -580,8 +473,8 @@ def html_report(
     thumb_width: int = 1200,
     max_images: int | None = 400,
 ) -> str:
-    """One self-contained HTML page (inline CSS, JS and JPEG data URLs). Every string that came
-    from a model or the dataset goes through ``html.escape``. At most ``max_images`` samples
+    """One self-contained HTML page on the shared report shell (inline CSS, JS and JPEG data
+    URLs, overlays as SVG). Every string that came from a model or the dataset is escaped. At most ``max_images`` samples
     carry screenshots (see :func:`images_for`), so the page stays a reasonable size."""
     enabled = config.get("identity", {}).get("regionfocus_enabled", True)
     rows = [(label, details_for(records, row)) for row, label in ROWS if enabled or row == "baseline"]
@@ -600,9 +493,7 @@ def html_report(
         '<span style="color:#00c8dc">◎ focal point</span><span style="color:#ff1493">★ candidates</span>'
         "<span>□ RegionFocus boxes</span></p>"
     )
-    return (
-        "<!doctype html><html><head><meta charset=utf-8><title>ScreenSpot-Pro run</title>"
-        f"<style>{_CSS}</style></head><body><h1>ScreenSpot-Pro run</h1>"
+    body = (
         f"<p>{len(records)} samples. Accuracy in %."
         + (
             f" Screenshots embedded for {len(records) - omitted} samples (errors and flips first); "
@@ -610,12 +501,11 @@ def html_report(
             if omitted
             else ""
         )
-        + f"</p>{_html_table(rows)}"
-        f"<h2>Samples</h2>{legend}<p>"
-        + _select("f-group", "group", groups)
-        + _select("f-app", "application", apps)
-        + _select("f-outcome", "outcome", outcomes)
-        + ' shown: <span id="shown"></span></p>'
+        + f"</p>{_html_table(rows)}<h2>Samples</h2>{legend}"
+        + filter_bar(
+            [("group", "group", groups), ("app", "application", apps), ("outcome", "outcome", outcomes)],
+            len(records),
+        )
         + cards
-        + f"<script>{_JS}</script></body></html>"
     )
+    return page("ScreenSpot-Pro run", body)

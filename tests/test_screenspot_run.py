@@ -132,7 +132,9 @@ def test_html_report_escapes_model_text(rf_run: Path):
     assert page.count("data:image/jpeg;base64,") == 18  # overview + crop per sample
     for outcome in ("wrong→right", "right→wrong", "error"):
         assert f'data-outcome="{outcome}"' in page
-    assert '<select id="f-app">' in page and '<option value="appc">' in page
+    assert '<select id="f-app" data-filter="app">' in page and '<option value="appc">' in page
+    # the overlay is drawn over each image in screenshot pixels: the ground truth, B and F marks
+    assert page.count("<svg viewBox=") == 18 and 'stroke="#00c800"' in page
 
 
 def test_report_regenerated_from_records_alone(rf_run: Path, tmp_path: Path):

@@ -26,6 +26,7 @@ from regionfocus.geometry import Box, Point
 from regionfocus.model import ModelReply, Verdict
 from webvoyager import miniwob
 from webvoyager.browser import Browser, EnvConfig
+from webvoyager.report import write_report
 from webvoyager.rundir import RunDir
 from webvoyager.runner import RunSettings, run_tasks
 from webvoyager.tasks import load_tasks
@@ -342,3 +343,7 @@ async def test_runner_no_effect_triggers_true_zoom_round(browser, site, tmp_path
     assert [t.outcome for t in last.turns] == ["no visible effect", "changed the page"]
     assert all(t.image is not None and t.size == (800, 800) for t in last.turns)
     assert last.url.endswith(".html") and last.mode == "agent"
+    # The report draws the round over the step's screenshot: four boxes, the chosen star.
+    run.write_results()
+    html = write_report(tmp_path / "run").read_text()
+    assert html.count("<svg viewBox=") == 3 and html.count("<rect ") >= 4 and 'stroke="#000"' in html

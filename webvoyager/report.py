@@ -8,7 +8,6 @@ Everything a page or a model wrote is escaped before it reaches the HTML.
 
 from __future__ import annotations
 
-import math
 from collections import Counter, defaultdict
 from html import escape
 from pathlib import Path
@@ -16,7 +15,9 @@ from statistics import mean
 
 from PIL import Image
 
-from .rundir import read_json, read_results, write_json, write_text
+from regionfocus.report_shell import Overlay, data_attrs, filter_bar, page, shot
+
+from .rundir import read_json, read_results, run_config, write_json, write_text
 
 # ------------------------------------------------------------------ summary
 
@@ -58,7 +59,7 @@ def summarize(run_dir: str | Path) -> dict:
         "overall": _group_stats(records),
         "sites": {site: _group_stats(rs) for site, rs in sorted(by_site.items())},
     }
-    config = read_json(root / "config.json", default={}) or {}
+    config = run_config(root)
     summary["regionfocus_enabled"] = config.get("regionfocus_enabled")
     summary["agent"] = config.get("agent")
     judge = read_json(root / "judge.json")
@@ -113,88 +114,6 @@ def write_summary(run_dir: str | Path) -> dict:
 
 # ------------------------------------------------------------------ report.html
 
-_CSS = """
-body { font: 14px/1.4 system-ui, sans-serif; margin: 0; color: #222; }
-header { padding: 12px 20px; background: #2d2d44; color: #fff; }
-main { padding: 12px 20px; }
-table.sum { border-collapse: collapse; margin: 8px 0 16px; }
-table.sum td, table.sum th { border: 1px solid #ccc; padding: 3px 8px; text-align: right; }
-table.sum td:first-child { text-align: left; }
-details.task { border: 1px solid #ccc; border-radius: 6px; margin: 6px 0; }
-details.task > summary { padding: 6px 10px; cursor: pointer; }
-.ok { color: #0a7d32; font-weight: 600; } .bad { color: #b3261e; font-weight: 600; }
-.unk { color: #777; } .err { color: #b3261e; }
-.step { border-top: 1px solid #eee; padding: 8px 10px; display: flex; gap: 14px; flex-wrap: wrap; }
-.shot { position: relative; width: 560px; flex: none; }
-.shot img { width: 100%; display: block; border: 1px solid #999; }
-.shot svg { position: absolute; left: 0; top: 0; width: 100%; height: 100%; }
-.meta { flex: 1; min-width: 320px; }
-.meta pre { white-space: pre-wrap; background: #f6f6f6; padding: 6px; max-height: 220px; overflow: auto; }
-.views img { height: 150px; border: 1px solid #aaa; margin: 2px; }
-.legend span { margin-right: 12px; }
-"""
-
-_BOX_COLORS = ["#00aaff", "#ffaa00", "#00c878", "#aa50ff", "#ff3c3c"]
-
-
-def _star(x: float, y: float, r: float) -> str:
-    pts = []
-    for i in range(10):
-        rad = r if i % 2 == 0 else r * 0.45
-        a = -math.pi / 2 + i * math.pi / 5
-        pts.append(f"{x + rad * math.cos(a):.1f},{y + rad * math.sin(a):.1f}")
-    return " ".join(pts)
-
-
-def _overlay(step: dict, size: tuple[int, int]) -> str:
-    """SVG in screenshot px: RegionFocus boxes, focal point, history stars (grey), candidate
-    stars (pink, numbered), and the executed action's point (red ring)."""
-    w, h = size
-    r = max(9.0, max(size) * 0.0095)
-    parts = [f'<svg viewBox="0 0 {w} {h}" preserveAspectRatio="none">']
-    rnd = (step.get("decision") or {}).get("round")
-    if rnd:
-        for i, b in enumerate(rnd.get("boxes") or []):
-            x0, y0, x1, y1 = (float(v) for v in b)
-            parts.append(
-                f'<rect x="{x0:.1f}" y="{y0:.1f}" width="{x1 - x0:.1f}" height="{y1 - y0:.1f}" fill="none" '
-                f'stroke="{_BOX_COLORS[i % len(_BOX_COLORS)]}" stroke-width="{r / 4:.1f}"/>'
-            )
-        for i, p in enumerate(rnd.get("history") or []):
-            parts.append(
-                f'<polygon points="{_star(p[0], p[1], r)}" fill="#888" stroke="#fff"/>'
-                f'<text x="{p[0] + r:.1f}" y="{p[1] - r:.1f}" font-size="{r * 1.3:.0f}" fill="#555">h{i + 1}</text>'
-            )
-        for c in rnd.get("merged") or []:
-            pt = (c.get("action") or {}).get("point")
-            if not pt:
-                continue
-            label = escape(str(c.get("number") or ""))
-            chosen = c.get("number") is not None and c.get("number") == rnd.get("choice")
-            parts.append(
-                f'<polygon points="{_star(pt[0], pt[1], r)}" fill="#ff1493" '
-                f'stroke="{"#000" if chosen else "#fff"}" stroke-width="{3 if chosen else 1}"/>'
-                f'<text x="{pt[0] + r:.1f}" y="{pt[1] - r:.1f}" font-size="{r * 1.3:.0f}" fill="#ff1493" '
-                f'font-weight="bold">{label}</text>'
-            )
-        focal = rnd.get("focal")
-        if focal:
-            fx, fy = focal
-            parts.append(
-                f'<path d="M{fx - r:.1f},{fy:.1f}H{fx + r:.1f}M{fx:.1f},{fy - r:.1f}V{fy + r:.1f}" '
-                f'stroke="#00e5ff" stroke-width="{r / 4:.1f}"/>'
-            )
-    act = step.get("action") or {}
-    for key in ("point", "end_point"):
-        p = act.get(key)
-        if p:
-            parts.append(
-                f'<circle cx="{p[0]:.1f}" cy="{p[1]:.1f}" r="{r * 0.9:.1f}" fill="none" stroke="red" '
-                f'stroke-width="{r / 3:.1f}"/>'
-            )
-    parts.append("</svg>")
-    return "".join(parts)
-
 
 def _image_size(path: Path, default: tuple[int, int]) -> tuple[int, int]:
     try:
@@ -229,9 +148,9 @@ def _task_html(root: Path, rec: dict, default_size: tuple[int, int]) -> str:
     if rec.get("answer"):
         body.append(f"<div class='step'><b>Answer:</b> {e(str(rec['answer']))}</div>")
     for step in traj.get("steps", []):
-        shot = root / folder / step["screenshot"]
-        size = _image_size(shot, default_size)
-        src = e(f"{folder}/{step['screenshot']}", quote=True)
+        shot_path = root / folder / step["screenshot"]
+        size = _image_size(shot_path, default_size)
+        src = f"{folder}/{step['screenshot']}"
         effect = step.get("effect")
         effect_txt = (
             ("changed: " + ", ".join(f"{k}={v}" for k, v in effect.items() if k != "changed"))
@@ -255,8 +174,8 @@ def _task_html(root: Path, rec: dict, default_size: tuple[int, int]) -> str:
         events = step.get("events") or []
         body.append(
             "<div class='step'>"
-            f"<div class='shot'><img src='{src}' alt='screenshot {step['step']}'>{_overlay(step, size)}</div>"
-            "<div class='meta'>"
+            + shot(src, _overlay(step), (0, 0, *size), cls="step-shot", alt=f"screenshot {step['step']}")
+            + "<div class='meta'>"
             f"<b>Step {step['step']}</b> · {e(step.get('source', ''))}"
             + (f" · trigger <b>{e(str(step['trigger']))}</b>" if step.get("trigger") else "")
             + f"<br>action: <code>{e(step.get('action_text', ''))}</code><br>effect: {e(effect_txt)}"
@@ -268,7 +187,20 @@ def _task_html(root: Path, rec: dict, default_size: tuple[int, int]) -> str:
             + (f"<div class='views'>zoomed views:<br>{views}</div>" if views else "")
             + "</div></div>"
         )
-    return f"<details class='task'>{head}{''.join(body)}</details>"
+    outcome = {True: "success", False: "failure"}.get(rec.get("success"), "not judged")
+    attrs = data_attrs(site=rec.get("web_name", "?"), outcome=outcome if not rec.get("error") else "error")
+    return f"<details class='card' {attrs}>{head}{''.join(body)}</details>"
+
+
+def _overlay(step: dict) -> Overlay:
+    """The step's RegionFocus round (boxes, focal point, history and candidate stars) and the
+    executed action's point (red ring), in screenshot pixels."""
+    out = Overlay.of_round((step.get("decision") or {}).get("round"))
+    act = step.get("action") or {}
+    for key in ("point", "end_point"):
+        if act.get(key):
+            out.marks.append((act[key], "red", ""))
+    return out
 
 
 def write_report(run_dir: str | Path) -> Path:
@@ -276,7 +208,7 @@ def write_report(run_dir: str | Path) -> Path:
     root = Path(run_dir)
     summary = write_summary(root)
     records = read_results(root)
-    config = read_json(root / "config.json", default={}) or {}
+    config = run_config(root)
     vp = config.get("viewport") or [1440, 1440]
     default_size = (int(vp[0]), int(vp[1]))
     rows = []
@@ -289,18 +221,19 @@ def write_report(run_dir: str | Path) -> Path:
     title = (
         f"{config.get('agent', '?')} — {'+ RegionFocus' if config.get('regionfocus_enabled') else 'baseline'}"
     )
-    html = (
-        "<!DOCTYPE html><html><head><meta charset='utf-8'>"
-        f"<title>{escape(title)}</title><style>{_CSS}</style></head><body>"
-        f"<header><h2>WebVoyager run: {escape(title)}</h2>{escape(str(root))}</header><main>"
-        "<table class='sum'><tr><th>site</th><th>tasks</th><th>success %</th><th>errors</th>"
+    sites = sorted({r.get("web_name", "?") for r in records})
+    body = (
+        "<table><tr><th>site</th><th>tasks</th><th>success %</th><th>errors</th>"
         "<th>mean steps</th><th>RF rounds/task</th><th>triggers</th></tr>" + "".join(rows) + "</table>"
         "<p class='legend'><span>red ring: executed action</span><span>pink stars: RegionFocus candidates "
         "(black outline: chosen)</span><span>grey stars: history (tried, no effect)</span>"
         "<span>cyan cross: focal point</span><span>coloured boxes: zoomed regions</span></p>"
+        + filter_bar(
+            [("site", "site", sites), ("outcome", "outcome", ["success", "failure", "not judged", "error"])],
+            len(records),
+        )
         + "".join(_task_html(root, r, default_size) for r in records)
-        + "</main></body></html>"
     )
     path = root / "report.html"
-    write_text(path, html)
+    write_text(path, page(f"WebVoyager run: {title}", body, subtitle=str(root)))
     return path

@@ -117,6 +117,13 @@ def read_results(root: str | Path) -> list[dict]:
     return [r for r in records if isinstance(r, dict) and "id" in r] if isinstance(records, list) else []
 
 
+def run_config(root: str | Path) -> dict[str, Any]:
+    """The resolved configuration a run folder was started with (its pinned identity; the flat
+    file of the earlier layout as it is)."""
+    config = read_json(Path(root) / CONFIG, default={}) or {}
+    return config.get("identity", config) if isinstance(config, dict) else {}
+
+
 def _convert_legacy(root: Path) -> None:
     """A folder of the earlier layout: its results.json becomes the log, its flat config the
     pinned identity. Nothing is lost; the old files stay as they are until rewritten."""
