@@ -14,7 +14,7 @@ SUDO=""
 if [ ! -x /usr/lib/chromium/chromium ] || ! fc-list 2>/dev/null | grep -qi dejavu; then
   echo "[setup] installing Chromium and fonts with apt-get"
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core fonts-liberation >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core fonts-liberation python3-doc sqlite3-doc git-doc >/dev/null
 fi
 
 PY=${PYTHON:-python3}
