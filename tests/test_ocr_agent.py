@@ -350,6 +350,7 @@ def test_ignores_the_instruction_printed_on_the_page(agent):
     assert verdict.verdict == Verdict.NO and "instruction" in verdict.text, verdict.text
 
 
+@pytest.mark.slow  # three engines to load: ~12 s of CPU
 def test_parallel_engines_read_what_one_engine_reads():
     """Two OCR calls at once run on two engines (one onnxruntime thread each); the lines read do
     not depend on which engine read them, nor on the order."""

@@ -364,6 +364,7 @@ def _wait_for_records(proc: subprocess.Popen, path: Path, n: int) -> int:
     raise AssertionError("no progress")
 
 
+@pytest.mark.slow  # two subprocesses
 def test_cli_interrupted_and_killed_then_resumed_runs_each_sample_once(tmp_path: Path):
     data = make_dataset(tmp_path / "data", copies=2)  # 18 samples
     out = tmp_path / "run"

