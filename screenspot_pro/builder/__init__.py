@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from regionfocus.chromium import CHROMIUM_ARGS, DEBIAN_CHROMIUM
+from regionfocus.runlog import atomic_write_text
 
 from . import pages
 from .pages import THEMES, TileSnapshot, Words
@@ -504,9 +505,7 @@ def is_complete(out_dir: Path, params: BuildParams) -> bool:
 
 
 def _write_json(path: Path, obj: object) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write_text(path, json.dumps(obj, indent=1, ensure_ascii=False) + "\n")
 
 
 def _install(tmp_dir: Path, out_dir: Path, params: BuildParams) -> None:
