@@ -252,7 +252,8 @@ def linearize(
 # ---------------------------------------------------------------------------------- phase 1
 # App. A.5.1: tag-based scores of newly appeared elements.
 MODAL_INTERACTIVE_TAGS = frozenset({"dialog", "alertdialog", "menu", "listbox", "tree"})
-MODAL_DECORATIVE_TAGS = frozenset({"image", "img", "label", "heading", "paragraph", "generic", "StaticText"})
+# Chromium calls a <label> "LabelText"; its text runs (StaticText) are not listed, as in the paper.
+MODAL_DECORATIVE_TAGS = frozenset({"image", "img", "label", "LabelText", "heading", "paragraph", "generic"})
 # App. A.5.2: name keywords (matched as words, case-insensitive).
 KEYWORDS_DECIDE = ("ok", "cancel", "save", "yes", "no", "login", "agree", "delete")
 KEYWORDS_FUNC = ("sort", "filter", "settings", "search", "find")
@@ -284,7 +285,8 @@ class ModalParams:
     ``threshold`` (T_modal = 1.0), ``cluster_frac`` (δ = 0.08 min(W, H)), the edge rule
     (``edge_top`` 0.15 H, ``edge_bottom`` 0.75 H, ``edge_aspect`` 2.5), ``region_threshold``
     (65) and ``region_relative`` (0.8 S_max). Not given, chosen here: ``w_decide`` and
-    ``w_func`` (A.5.2's weights), the region-score split (``anchor_points`` per anchor capped
+    ``w_func`` (A.5.2's weights: a decision button counts as much as a dialog tag, +2, a
+    function button half that), the region-score split (``anchor_points`` per anchor capped
     at 20, centrality up to 30, ``structure_points`` per kind of control), B.6's "too few"
     (``min_anchors`` distinct labels), "too small" and "most of the screen" (``min_area_frac``,
     ``max_area_frac``), and ``cluster_metric``: Eq. 17 measures between positions; "center"
@@ -297,8 +299,8 @@ class ModalParams:
     large_modal_matches: int = 10
     sparse_screen: int = 15
     threshold: float = 1.0
-    w_decide: float = 1.0
-    w_func: float = 0.5
+    w_decide: float = 2.0
+    w_func: float = 1.0
     cluster_frac: float = 0.08
     edge_top: float = 0.15
     edge_bottom: float = 0.75
@@ -572,7 +574,8 @@ def detect_modal(
     first observation); ``previous_modal``: the last step's modal set, tracked while its
     elements persist (JA §3.1 step 3). Order: attribute (a visible dialog), temporal
     difference when the screens correspond (App. A; scored by Eq. 12-16), tracking, and the
-    keyword method only where no temporal correspondence exists (App. A's opening).
+    keyword method only where no temporal correspondence exists (App. A's opening) and the
+    tree names no dialog.
     """
     elements = ensure_ids(elements)
     result = ModalResult([], [])
@@ -598,7 +601,10 @@ def detect_modal(
             if tracked - modal_ids:
                 result.methods.append("tracked")
             modal_ids |= tracked
-    if not temporal_ok:
+    if not temporal_ok and "attribute" not in result.methods:
+        # Keywords are for pages that do not say which layer is in front; where the tree names
+        # a dialog, a keyword cluster can only add background (a MiniWoB++ instruction saying
+        # "Close the dialog" joined the dialog's own Close button).
         ids, notes = detect_by_keywords(elements, viewport, params)
         result.notes += notes
         if ids:
@@ -665,7 +671,7 @@ def compress_text(text: str, keywords: Sequence[str], p: ReduceParams = ReducePa
 
 def _relevant(el: A11yElement) -> bool:
     """Not noise (App. C Table 3 step 1): contentless containers and text-less nodes go."""
-    if el.role in ("InlineTextBox", "LineBreak", "RootWebArea", "WebArea"):
+    if el.role in ("InlineTextBox", "LineBreak", "RootWebArea", "WebArea", "ListMarker"):
         return False
     if not el.label.strip():
         return el.interactive and el.role not in CONTAINER_ROLES
