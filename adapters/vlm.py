@@ -177,6 +177,8 @@ _CHOICE_MENTION = re.compile(rf"(?:\b{_NOUN}\s*#?\s*|#)(\d+)\b(?!\s*[,.]\s*\d)",
 _LONE_NUMBER = re.compile(
     r"^[\s*_`\"'#\[(]*(?:(?:candidate|option|star|number|point)\s*#?\s*)?(\d+)[\s.!*_`\"')\]]*$", re.I
 )
+_ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
+_ORDINAL = re.compile(rf"\b({'|'.join(_ORDINALS)})\s+({_NOUN})\b", re.I)
 _COORD_TAIL = re.compile(r"^\s*[,.]?\s*[,]\s*-?\d|^\s*,\s*-?\d")
 
 
@@ -185,13 +187,16 @@ def parse_choice(text: str, valid: Sequence[int] | None = None) -> int | None:
 
     In order: the last labelled choice (``Selected point: N``, ``Choice: N``, optionally with a
     clause after it); the last "I choose N" / "pick star N"; an answer that is a lone number
-    ("2", "Star 2.", "**3**"); mentions that all name one number ("star 3 is on it", "#2").
+    ("2", "Star 2.", "**3**"); mentions that all name one number ("star 3 is on it", "#2",
+    "the second star").
     A labelled value that is a coordinate pair ("Selected point: 512, 300") is not a number:
     the caller may map such a point to the nearest star. Ambiguity ("Choice: 1 or 2", "star 1
     is off, star 2 is on") and numbers not in ``valid`` give None.
     """
     if not isinstance(text, str):
         return None
+    # "the second star" names star 2 as plainly as "star 2" does.
+    text = _ORDINAL.sub(lambda m: f"{m.group(2)} {_ORDINALS.index(m.group(1).lower()) + 1}", text)
     n: int | None = None
     matches = list(_CHOICE_LINE.finditer(text))
     if matches:
