@@ -237,8 +237,8 @@ def pin_config(
     if old is not None and (run_dir / RECORDS).exists():
         if not isinstance(old, dict) or "identity" not in old:
             raise RunFolderError(
-                f"{path} was written by an older regionfocus (no pinned identity); "
-                f"start a fresh folder with {fresh_hint}, or convert it: regionfocus's README, 'Run folders'"
+                f"{path} is not a configuration this regionfocus wrote (no pinned identity), so the "
+                f"records beside it cannot be trusted to match this run; start a fresh folder with {fresh_hint}"
             )
         diffs = config_diff(old["identity"], identity)
         if diffs:
