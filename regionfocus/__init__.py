@@ -5,6 +5,7 @@ around it, gathers one candidate per box and lets the model choose among candida
 numbered pink stars on the screenshot ("image-as-map").
 """
 
+from .a11y import A11yElement, compress, linearize
 from .actions import Action, ActionType
 from .agent import LiveDecision, RegionFocusAgent, StaticPrediction
 from .config import RegionFocusConfig
@@ -13,11 +14,14 @@ from .landmarks import draw_boxes, draw_landmarks
 from .model import GroundingModel, ModelReply, Option, Query, Usage, Verdict
 from .orchestrator import RegionFocus
 from .proposals import BoxProposer, FixedRatioProposer, PredictRegionProposer, ProposalContext
+from .proposals_a11y import A11yProposer
 from .trace import CallRecord, Candidate, RefineResult
 from .triggers import Effect
 from .views import StaticViews, View, ViewSource, crop_view
 
 __all__ = [
+    "A11yElement",
+    "A11yProposer",
     "Action",
     "ActionType",
     "Box",
@@ -46,9 +50,11 @@ __all__ = [
     "View",
     "ViewSource",
     "ViewTransform",
+    "compress",
     "crop_view",
     "draw_boxes",
     "draw_landmarks",
     "fixed_ratio_boxes",
+    "linearize",
 ]
 __version__ = "0.1.0"

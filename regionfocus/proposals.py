@@ -13,6 +13,7 @@ from typing import Protocol
 
 from PIL import Image
 
+from .a11y import A11yElement
 from .geometry import DEFAULT_RATIOS, Box, Point, box_around, fixed_ratio_boxes, shift_box_inside
 from .model import GroundingModel, ModelReply, Query
 
@@ -20,13 +21,16 @@ from .model import GroundingModel, ModelReply, Query
 @dataclass
 class ProposalContext:
     """Everything a proposer may use. ``replies`` collects any model calls it makes.
-    ``focal`` is None only for proposers that declare ``needs_focal = False``."""
+    ``focal`` is None only for proposers that declare ``needs_focal = False``.
+    ``elements``: the screen's accessibility tree (:class:`regionfocus.a11y.A11yElement`, boxes
+    in screenshot pixels) when the environment offers one; empty otherwise."""
 
     screenshot: Image.Image
     focal: Point | None
     query: Query
     model: GroundingModel | None = None
     replies: list[tuple[str, ModelReply]] = field(default_factory=list)
+    elements: Sequence[A11yElement] = ()
 
 
 class BoxProposer(Protocol):

@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from .actions import Action
+from .a11y import A11yElement, hits_interactive
+from .actions import Action, ActionType
 from .model import Verdict
 
 
@@ -39,12 +40,16 @@ class TriggerState:
     """``proposed``: the action the agent just predicted (None: nothing parseable).
     ``recent``: actions executed on the current screen, oldest first.
     ``last_effect``: the effect of the most recent executed action, if any.
-    ``verdict``: the self-judge's verdict on ``proposed``, when one was asked."""
+    ``verdict``: the self-judge's verdict on ``proposed``, when one was asked.
+    ``elements``: the screen's accessibility tree (boxes in screenshot pixels), when the
+    environment offers one; ``modal``: its open modal's elements (``Compressed.detection``)."""
 
     proposed: Action | None
     recent: Sequence[Action] = field(default_factory=list)
     last_effect: Effect | None = None
     verdict: Verdict | None = None
+    elements: Sequence[A11yElement] = ()
+    modal: Sequence[A11yElement] = ()
 
 
 class Trigger(Protocol):
@@ -104,6 +109,32 @@ class SelfJudge:
         if state.verdict is None:
             return False
         return state.verdict == Verdict.NO or (state.verdict == Verdict.UNKNOWN and self.unknown == "reject")
+
+
+CLICK_TYPES = frozenset(
+    {ActionType.CLICK, ActionType.DOUBLE_CLICK, ActionType.RIGHT_CLICK, ActionType.MIDDLE_CLICK}
+)
+
+
+class NoTarget:
+    """Pre-emptive (opt-in): the proposed click lands on no interactive element of the
+    accessibility tree, so RegionFocus runs before the click is executed.
+
+    Hit-tested against ``state.elements`` (grown by ``tolerance`` px); while a modal is open
+    (``state.modal``) only its elements can be reached. Silent without a tree (it cannot tell)
+    and for actions that are not clicks.
+    """
+
+    name = "no-target"
+
+    def __init__(self, tolerance: float = 2.0):
+        self.tolerance = tolerance
+
+    def fires(self, state: TriggerState) -> bool:
+        a = state.proposed
+        if a is None or a.type not in CLICK_TYPES or a.point is None or not state.elements:
+            return False
+        return hits_interactive(state.elements, a.point, modal=state.modal, tolerance=self.tolerance) is None
 
 
 def any_of(triggers: Sequence[Trigger], state: TriggerState) -> str | None:
