@@ -44,12 +44,19 @@ def _ocr(**options: Any) -> GroundingModel:
     return OcrAgent(**options)
 
 
+def _a11y(**options: Any) -> GroundingModel:
+    from .a11y_agent import A11yAgent
+
+    return A11yAgent(**options)
+
+
 _REGISTRY: dict[str, Factory] = {
     "uitars-1.0": _uitars10,
     "uitars-1.5": _uitars15,
     "qwen2.5-vl": _qwen25,
     "qwen3-vl": _qwen3,
     "ocr": _ocr,
+    "a11y": _a11y,
 }
 VLM_FAMILIES = ("uitars-1.0", "uitars-1.5", "qwen2.5-vl", "qwen3-vl")
 
@@ -78,6 +85,7 @@ def get_adapter(name: str, **options: Any) -> GroundingModel:
     ``temperature``, ``max_tokens``, ``factor``, ``min_pixels``, ``max_pixels``,
     ``language`` and ``sampling`` (extra sampling arguments sent with every request).
     ``ocr`` takes ``budget`` (pixels it sees of a full screenshot) and its own options.
+    ``a11y`` takes its thresholds; it reads the tree handed to it with ``set_elements``.
     """
     key = name.strip().lower() if isinstance(name, str) else name
     factory = _REGISTRY.get(key)

@@ -710,8 +710,8 @@ def dedupe(
     elements: Sequence[A11yElement], p: ReduceParams = ReduceParams(), tree: Sequence[A11yElement] = ()
 ) -> list[A11yElement]:
     """App. C.1 over elements that have boxes, plus one rule of ours the tree makes possible:
-    a static text whose nearest labelled ancestor already says it (a link's, a button's or
-    a paragraph's own text) is dropped. ``tree``: every node, for ancestor lookups (default
+    a static text whose nearest labelled ancestor is a control, or already holds its text (a
+    paragraph's runs), is dropped. ``tree``: every node, for ancestor lookups (default
     ``elements``). Tree order is kept."""
     by_id = _by_id([*tree, *elements])
     dropped: set[int] = set()
@@ -719,7 +719,9 @@ def dedupe(
         if el.role == "StaticText":
             for a in ancestors(el, by_id):
                 if a.label.strip():
-                    if _norm_key(el.label) and _norm_key(el.label) in _norm_key(a.label):
+                    # a control says its own text (its name wins, as Table 4 ranks controls
+                    # first); a block that already holds the run says it too
+                    if a.interactive or (_norm_key(el.label) and _norm_key(el.label) in _norm_key(a.label)):
                         dropped.add(id(el))
                     break
     live = sorted(
@@ -836,13 +838,18 @@ def reading_order(
     return [e for row in rows for e in sorted(row, key=lambda e: e.box.center.x)]
 
 
-def _split(ordered: Sequence[A11yElement], theta: float) -> list[list[A11yElement]]:
+def _split(
+    ordered: Sequence[A11yElement], theta: float, row_tolerance: float = 0.5
+) -> list[list[A11yElement]]:
+    """Blocks of ``ordered``: a new one after a vertical gap above ``theta``, and at a heading
+    that opens a new row (headings side by side, as in a grid of cards, share the row's block)."""
     blocks: list[list[A11yElement]] = []
     for e in ordered:
         if blocks:
             prev = blocks[-1][-1]
             gap = e.box.center.y - prev.box.center.y
-            if gap <= theta and e.role != "heading":
+            new_row = gap > row_tolerance * max(prev.box.height, 1.0)
+            if gap <= theta and not (e.role == "heading" and new_row):
                 blocks[-1].append(e)
                 continue
         blocks.append([e])
@@ -861,7 +868,7 @@ def block_threshold(ordered: Sequence[A11yElement], p: StructureParams = Structu
     lower = gaps[: max(1, math.ceil(len(gaps) * p.gap_quantile))] if gaps else []
     base = max(statistics.median(lower) if lower else 0.0, p.min_gap)
     for n in p.multipliers:
-        blocks = _split(ordered, base * n)
+        blocks = _split(ordered, base * n, p.row_tolerance)
         singles = sum(1 for b in blocks if len(b) == 1)
         if len(blocks) > p.max_blocks or (
             len(blocks) > p.many_blocks and singles > p.max_single_frac * len(blocks)
@@ -925,7 +932,8 @@ def structure(
         if not ordered:
             continue
         theta = block_threshold(ordered, params)
-        regions.append(Region(name, ordered, union_box(e.box for e in ordered), _split(ordered, theta)))
+        blocks = _split(ordered, theta, params.row_tolerance)
+        regions.append(Region(name, ordered, union_box(e.box for e in ordered), blocks))
     return regions
 
 
