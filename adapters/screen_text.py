@@ -1,0 +1,269 @@
+"""Screen-to-text: a screenshot becomes a list of OCR lines and UI elements with their boxes.
+
+After Sasagawa and Kawahara (Waseda), "環境依存情報を利用しない大規模言語モデルによるコンピュータータスク
+自動化手法": §3.2 (OCR + object detection, merged: a word inside a button becomes ``'Submit'
+button``, the text inside a text area becomes ``text area containing the text '...'``), §3.3
+(boxes sorted by y) and Appendix C, Table 4 (the observation layout: an ``OCR:`` section of
+``'text': [x1, y1, x2, y2]`` lines, then an ``Object Detector:`` section of ``label: [...]``).
+
+The OCR engine is the project's rapidocr pool (adapters/ocr.py, shared with the OCR agent, no
+downloads); the detector is :class:`adapters.ui_detect.OpenCvDetector` unless another
+:class:`~adapters.ui_detect.ElementDetector` is given. The paper also captions "other object"
+detections with InstructBLIP; there is no captioner here, so unlabeled controls keep their
+kind only.
+
+Frames: every box in a :class:`ScreenText` is XYXY in pixels of the image given to
+:func:`describe_screen`. :meth:`ScreenText.to_text` can write them in another frame
+(``to_model``), e.g. the doubled resolution the paper showed its LLM; the caller then maps the
+model's coordinates back with the inverse.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from PIL import Image
+
+from regionfocus.geometry import Box, Point
+
+from .ocr import _EnginePool, usable_cores
+from .ocr_text import TextLine
+from .ui_detect import DetectedElement, ElementDetector, OpenCvDetector
+
+# Kinds in a description. "text" is an OCR line that no element took in.
+ELEMENT_KINDS = ("text", "button", "text_field", "text_area", "checkbox", "radio", "dropdown", "link")
+
+
+def quote(text: str) -> str:
+    """The paper's single-quoted label; text holding a single quote is double-quoted instead,
+    and line breaks become spaces, so one element is always one line of the observation."""
+    text = " ".join(text.split())
+    return f'"{text}"' if "'" in text else f"'{text}'"
+
+
+@dataclass(frozen=True)
+class ScreenElement:
+    """One entry of the description. ``kind``: one of :data:`ELEMENT_KINDS`; ``text``: the text
+    it shows (OCR), "" when none; ``box``: XYXY pixels of the described image; ``checked``:
+    for checkboxes and radio buttons; ``conf``: the OCR confidence of its text (1.0 when the
+    element has none)."""
+
+    kind: str
+    text: str
+    box: Box
+    checked: bool | None = None
+    conf: float = 1.0
+
+    @property
+    def label(self) -> str:
+        """How the element is named in the observation (the paper's merge rules, §3.2)."""
+        t = self.text
+        if self.kind == "text":
+            return quote(t)
+        if self.kind == "button":
+            return f"{quote(t)} button" if t else "button"
+        if self.kind == "link":
+            return f"{quote(t)} link" if t else "link"
+        if self.kind == "text_area":
+            return f"text area containing the text {quote(t)}" if t else "text area"
+        if self.kind == "text_field":
+            return f"text field containing {quote(t)}" if t else "text field"
+        if self.kind == "dropdown":
+            return f"dropdown showing {quote(t)}" if t else "dropdown"
+        if self.kind in ("checkbox", "radio"):
+            name = "checkbox" if self.kind == "checkbox" else "radio button"
+            state = {True: " (checked)" if self.kind == "checkbox" else " (selected)", False: ""}.get(
+                self.checked, ""
+            )
+            return f"{name} {quote(t)}{state}" if t else f"{name}{state}"
+        return quote(t) if t else self.kind
+
+    @property
+    def center(self) -> Point:
+        return self.box.center
+
+    def to_dict(self) -> dict:
+        d = {
+            "kind": self.kind,
+            "text": self.text,
+            "label": self.label,
+            "box": [round(v, 1) for v in self.box.to_list()],
+        }
+        if self.checked is not None:
+            d["checked"] = self.checked
+        return d
+
+
+BoxMap = Callable[[Box], Box]
+
+
+@dataclass
+class ScreenText:
+    """The description of one image. ``size``: its (W, H); ``elements`` sorted by y (top, then
+    left); ``ocr_s``/``detect_s``: seconds spent reading and detecting."""
+
+    size: tuple[int, int]
+    elements: list[ScreenElement] = field(default_factory=list)
+    ocr_s: float = 0.0
+    detect_s: float = 0.0
+
+    @property
+    def texts(self) -> list[ScreenElement]:
+        return [e for e in self.elements if e.kind == "text"]
+
+    @property
+    def controls(self) -> list[ScreenElement]:
+        return [e for e in self.elements if e.kind != "text"]
+
+    def to_text(self, to_model: BoxMap | None = None, layout: str = "paper") -> str:
+        """The observation text. ``to_model``: maps a box in image pixels to the frame the model
+        is told about (default: image pixels, rounded). ``layout``: "paper" (an ``OCR:`` section
+        then an ``Object Detector:`` section, as Table 4) or "merged" (one list sorted by y)."""
+
+        def fmt(e: ScreenElement) -> str:
+            b = to_model(e.box) if to_model is not None else e.box
+            return f"{e.label}: [{round(b.left)}, {round(b.top)}, {round(b.right)}, {round(b.bottom)}]"
+
+        if layout == "merged":
+            return "\n".join(fmt(e) for e in self.elements) or "(nothing detected)"
+        if layout != "paper":
+            raise ValueError(f"layout must be 'paper' or 'merged', got {layout!r}")
+        ocr = [fmt(e) for e in self.texts] or ["(no text read)"]
+        det = [fmt(e) for e in self.controls] or ["(no elements detected)"]
+        return "OCR:\n" + "\n".join(ocr) + "\n\nObject Detector:\n" + "\n".join(det)
+
+    def at(self, point: Point) -> list[ScreenElement]:
+        """Elements whose box holds ``point`` (image pixels), smallest first."""
+        return sorted((e for e in self.elements if e.box.contains(point)), key=lambda e: e.box.area)
+
+    def find(self, label: str) -> ScreenElement | None:
+        """The element named ``label`` (as written in the observation, with or without its
+        box), else the one whose text equals it, case and spacing ignored."""
+        want = " ".join(label.split()).lower()
+        if ": [" in want:
+            want = want.split(": [", 1)[0]
+        for key in (lambda e: e.label.lower(), lambda e: " ".join(e.text.split()).lower()):
+            for e in self.elements:
+                if key(e) == want or key(e) == want.strip("'\""):
+                    return e
+        return None
+
+    def to_dict(self) -> dict:
+        return {"size": list(self.size), "elements": [e.to_dict() for e in self.elements]}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False)
+
+
+def read_lines(image: Image.Image, *, threads: int = 1, engines: int | None = None) -> list[TextLine]:
+    """OCR lines of ``image`` at its own resolution (no budget downscale: the screen-to-text
+    agent reads what is there), boxes XYXY in its pixels, through the OCR agent's engine pool."""
+    array = np.asarray(image.convert("RGB"), dtype=np.uint8)
+    pool = _EnginePool.get(int(threads), int(engines or max(1, usable_cores() // int(threads))))
+    return pool.read(array)
+
+
+def merge(
+    lines: Sequence[TextLine],
+    detected: Sequence[DetectedElement],
+    *,
+    min_conf: float = 0.3,
+    label_gap: float = 3.0,
+) -> list[ScreenElement]:
+    """The paper's merge rules (§3.2) over OCR ``lines`` and ``detected`` elements (same frame).
+
+    - An OCR line whose centre lies inside a button, text field, text area or dropdown becomes
+      that element's text (several lines join in reading order) and leaves the OCR list.
+    - A link the detector found takes over the OCR line it sits in when it covers all of it;
+      when it is one word of a longer line, the line stays and the link is listed too.
+    - A checkbox or radio button is named by the nearest OCR line to its right on the same row
+      (gap at most ``label_gap`` times its side); that line also stays as text, since clicking
+      a label is a valid way to tick its box.
+    Lines below ``min_conf`` are dropped. The result is sorted by y (top, then left).
+    """
+    readable = [ln for ln in lines if ln.conf >= min_conf and ln.text.strip()]
+    taken: set[int] = set()
+    out: list[ScreenElement] = []
+    containers = ("button", "text_field", "text_area", "dropdown")
+    for d in detected:
+        if d.kind in containers:
+            inside = [i for i, ln in enumerate(readable) if i not in taken and d.box.contains(ln.box.center)]
+            inside.sort(key=lambda i: (readable[i].box.top, readable[i].box.left))
+            taken.update(inside)
+            text = " ".join(readable[i].text.strip() for i in inside)
+            conf = min((readable[i].conf for i in inside), default=1.0)
+            out.append(ScreenElement(d.kind, text, d.box, None, conf))
+        elif d.kind == "link":
+            for i, ln in enumerate(readable):
+                if i in taken or not ln.box.contains(d.box.center):
+                    continue
+                if d.box.width >= 0.8 * ln.box.width:
+                    taken.add(i)
+                break
+            out.append(ScreenElement("link", d.text, d.box, None, 1.0))
+        elif d.kind in ("checkbox", "radio"):
+            side = max(d.box.width, d.box.height)
+            # The OCR reads an empty box or circle as "O" / "口": that line is the box itself.
+            for i, ln in enumerate(readable):
+                if i not in taken and len(ln.text.strip()) <= 2 and d.box.contains(ln.box.center):
+                    taken.add(i)
+            best, best_gap = None, None
+            for ln in readable:
+                cy = ln.box.center.y
+                gap = ln.box.left - d.box.right
+                if (
+                    d.box.top - 0.25 * side <= cy <= d.box.bottom + 0.25 * side
+                    and -2 <= gap <= label_gap * side
+                ):
+                    if best_gap is None or gap < best_gap:
+                        best, best_gap = ln, gap
+            out.append(ScreenElement(d.kind, best.text.strip() if best else "", d.box, d.checked, 1.0))
+        else:
+            out.append(ScreenElement(d.kind, d.text, d.box, d.checked, d.score))
+    for i, ln in enumerate(readable):
+        if i not in taken:
+            out.append(ScreenElement("text", ln.text.strip(), ln.box, None, ln.conf))
+    out.sort(key=lambda e: (round(e.box.top), e.box.left))
+    return out
+
+
+def describe_screen(
+    image: Image.Image,
+    *,
+    detector: ElementDetector | None = None,
+    min_conf: float = 0.3,
+    ignore: Sequence[Box] = (),
+    lines: Sequence[TextLine] | None = None,
+) -> ScreenText:
+    """The screen-to-text description of ``image`` (any size, any source).
+
+    ``detector``: the UI-element detector (default :class:`~adapters.ui_detect.OpenCvDetector`);
+    ``min_conf``: OCR lines below this confidence are left out; ``ignore``: boxes (image pixels)
+    whose elements are dropped, e.g. a task header the instruction already gives as text (the
+    paper cut MiniWoB++'s yellow instruction area from its screenshots, §3.2); ``lines``: OCR
+    lines already read from this image (skips the OCR). CPU-bound and blocking: call it through
+    ``asyncio.to_thread`` from async code. Returns boxes in pixels of ``image``.
+    """
+    if not isinstance(image, Image.Image):
+        raise TypeError(f"describe_screen needs a PIL image, got {type(image).__name__}")
+    if image.width < 2 or image.height < 2:
+        raise ValueError(f"image too small to describe: {image.size}")
+    t0 = time.perf_counter()
+    read = list(lines) if lines is not None else read_lines(image)
+    t1 = time.perf_counter()
+    found = (detector or OpenCvDetector()).detect(image, read)
+    t2 = time.perf_counter()
+    elements = merge(read, found, min_conf=min_conf)
+    if ignore:
+        elements = [e for e in elements if not any(b.contains(e.box.center) for b in ignore)]
+    return ScreenText(image.size, elements, ocr_s=t1 - t0, detect_s=t2 - t1)
+
+
+def scale_box(sx: float, sy: float | None = None) -> BoxMap:
+    """A ``to_model`` map that scales boxes by (sx, sy) model units per image pixel."""
+    sy = sx if sy is None else sy
+    return lambda b: Box(b.left * sx, b.top * sy, b.right * sx, b.bottom * sy)
