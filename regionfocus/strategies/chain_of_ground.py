@@ -1,0 +1,107 @@
+"""Chain-of-Ground: no crop; each step marks the previous point on the full screenshot and asks
+again, possibly with a different model.
+
+Source: the issue text (no public code found with the search tools under "Chain-of-Ground"):
+step 1 draws a large translucent circle around the first point and asks for a refined point
+inside it; step 2 draws a small square around that point and asks for the exact centre of the
+target. Chosen and parameters: circle radius ``circle_frac`` (6 %) and square side
+``square_frac`` (2 %) of the screenshot's long side; translucent red fill with an opaque
+outline (the element under it stays visible); the hints appended to the instruction; the
+models of the two steps (``models``; None = the grounder). Every request carries the whole
+screenshot, so the answer is already in screenshot pixels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from PIL import Image, ImageDraw
+
+from ..actions import Action
+from ..geometry import Point
+from ..model import GroundingModel
+from ..strategy import Ledger, StrategyResult, first_point, ground_full
+from ..views import ViewSource
+
+MARK_RGB = (230, 20, 20)
+CIRCLE_HINT = (
+    "The target lies inside the translucent red circle drawn on the screenshot; give its exact point."
+)
+SQUARE_HINT = "A small red square marks the current guess; give the exact centre of the target element."
+
+
+def draw_mark(
+    image: Image.Image, center: Point, radius: float, shape: str, alpha: float = 0.25
+) -> Image.Image:
+    """A copy of ``image`` with a translucent ``shape`` ("circle" or "square", half-size
+    ``radius`` px) centred on ``center``, outlined opaquely."""
+    base = image.convert("RGBA")
+    overlay = Image.new("RGBA", base.size, (0, 0, 0, 0))
+    draw = ImageDraw.Draw(overlay)
+    box = (center.x - radius, center.y - radius, center.x + radius, center.y + radius)
+    width = max(2, round(radius / 15))
+    fill, outline = (*MARK_RGB, round(255 * alpha)), (*MARK_RGB, 255)
+    if shape == "circle":
+        draw.ellipse(box, fill=fill, outline=outline, width=width)
+    else:
+        draw.rectangle(box, fill=fill, outline=outline, width=width)
+    return Image.alpha_composite(base, overlay).convert("RGB")
+
+
+class ChainOfGround:
+    name = "chain-of-ground"
+    paper = "issue text (Chain-of-Ground: circle then square marks, per-step models); no public code found"
+    call_budget = "2 marked full screenshots"
+    needs_sampling = False
+    needs_planner = False
+
+    def __init__(
+        self,
+        models: Sequence[GroundingModel | None] = (None, None),
+        circle_frac: float = 0.06,
+        square_frac: float = 0.02,
+        circle_hint: str = CIRCLE_HINT,
+        square_hint: str = SQUARE_HINT,
+    ):
+        if len(models) != 2:
+            raise ValueError(
+                f"chain-of-ground: models must name the 2 refining steps' models, got {len(models)}"
+            )
+        if not (0 < square_frac and 0 < circle_frac):
+            raise ValueError("chain-of-ground: circle_frac and square_frac must be > 0")
+        self.models = tuple(models)
+        self.circle_frac, self.square_frac = circle_frac, square_frac
+        self.hints = (circle_hint, square_hint)
+
+    async def run(
+        self,
+        model: GroundingModel,
+        screenshot: Image.Image,
+        instruction: str,
+        baseline: Action | None,
+        *,
+        views: ViewSource | None = None,
+    ) -> StrategyResult:
+        ledger = Ledger(self.name, model, baseline)
+        point = await first_point(ledger, model, screenshot, instruction)
+        if views is not None:
+            ledger.note("views ignored: Chain-of-Ground never crops")
+        long_side = max(screenshot.size)
+        steps = (("circle", self.circle_frac * long_side), ("square", self.square_frac * long_side / 2))
+        for i, ((shape, radius), hint) in enumerate(zip(steps, self.hints, strict=True)):
+            if point is None:
+                break
+            step_model = self.models[i] or model
+            marked = draw_mark(screenshot, point, radius, shape)
+            asked = f"{instruction}\n{hint}" if hint else instruction
+            ledger.model = step_model  # cost counted with the step's own model
+            new = await ground_full(ledger, step_model, marked, asked, shape)
+            ledger.step(
+                step=shape, mark_center=point, radius=radius, point=new, model=type(step_model).__name__
+            )
+            if new is None:
+                ledger.note(f"{shape} step: no point; the previous point stands")
+                break
+            point = new
+        ledger.model = model
+        return ledger.finish(point)

@@ -1,0 +1,90 @@
+"""GUI-RC (region consistency): sample n answers, let each vote for a square around its point
+on a pixel grid, and answer the centre of the largest region with the most votes.
+
+Paper: "Test-Time Reinforcement Learning for GUI Grounding via Region Consistency" (ZJU-REAL,
+2025), GUI-RC being its training-free part; repository ZJU-REAL/GUI-RCPO (README). Its GUI-RC
+evaluation script (found with the search tools by content; its repository path was not in the
+index) samples ``SAMPLE_NUM = 64`` answers at
+``TEMPERATURE = 0.7``, top_p 0.95, expands a point to a ``POINT_EXPAND_SIZE = 50`` px box, adds
+1 per box on an H x W grid, takes the mask of the maximum vote, labels its connected components
+(scipy.ndimage.label, 4-connectivity) and answers the centre of the largest one's bounding box).
+Here the same with OpenCV's 4-connected labelling; n, temperature and the box size are
+parameters. With a deterministic model every vote lands on the same box: the answer is the
+point itself (noted in the result).
+"""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+from PIL import Image
+
+from ..actions import Action
+from ..geometry import Box, Point
+from ..model import GroundingModel
+from ..strategy import Ledger, StrategyResult
+from ..views import ViewSource
+from .sampling import draw_samples, point_box
+
+
+def region_vote(boxes: list[Box], size: tuple[int, int]) -> tuple[Point | None, Box | None, int, list[Point]]:
+    """(centre of the largest max-vote region, that region, its votes, centres of every
+    max-vote region, largest first). Boxes are in image pixels, snapped to whole pixels."""
+    ints = []
+    for b in boxes:
+        x1, y1 = max(0, int(b.left)), max(0, int(b.top))
+        x2, y2 = min(size[0], int(b.right)), min(size[1], int(b.bottom))
+        if x2 > x1 and y2 > y1:
+            ints.append((x1, y1, x2, y2))
+    if not ints:
+        return None, None, 0, []
+    ox, oy = min(b[0] for b in ints), min(b[1] for b in ints)
+    grid = np.zeros((max(b[3] for b in ints) - oy, max(b[2] for b in ints) - ox), dtype=np.int32)
+    for x1, y1, x2, y2 in ints:
+        grid[y1 - oy : y2 - oy, x1 - ox : x2 - ox] += 1
+    top = int(grid.max())
+    count, _, stats, _ = cv2.connectedComponentsWithStats((grid == top).astype(np.uint8), connectivity=4)
+    regions = sorted(range(1, count), key=lambda i: -int(stats[i, cv2.CC_STAT_AREA]))
+    boxes_out = []
+    for i in regions:
+        x, y, w, h = (int(stats[i, k]) for k in range(4))
+        boxes_out.append(Box(x + ox, y + oy, x + ox + w, y + oy + h))
+    best = boxes_out[0]
+    return best.center, best, top, [b.center for b in boxes_out]
+
+
+class GuiRC:
+    name = "gui-rc"
+    paper = "GUI-RC: Test-Time RL for GUI Grounding via Region Consistency (ZJU-REAL 2025)"
+    call_budget = "1 request with n (64) samples"
+    needs_sampling = True
+    needs_planner = False
+
+    def __init__(self, n: int = 64, temperature: float = 0.7, box_side: float = 50.0):
+        if n < 1 or temperature <= 0 or box_side <= 0:
+            raise ValueError(
+                f"gui-rc: need n >= 1, temperature > 0, box_side > 0; got {n}, {temperature}, {box_side}"
+            )
+        self.n, self.temperature, self.box_side = n, temperature, box_side
+
+    async def run(
+        self,
+        model: GroundingModel,
+        screenshot: Image.Image,
+        instruction: str,
+        baseline: Action | None,
+        *,
+        views: ViewSource | None = None,
+    ) -> StrategyResult:
+        ledger = Ledger(self.name, model, baseline)
+        drawn = await draw_samples(ledger, model, screenshot, instruction, self.n, self.temperature)
+        boxes = [
+            b if b is not None else point_box(p, self.box_side, screenshot.size)
+            for p, b in zip(drawn.points, drawn.boxes, strict=True)
+        ]
+        point, region, votes, centres = region_vote(boxes, screenshot.size)
+        ledger.result.candidates = centres
+        ledger.step(
+            samples=drawn.points, region=region, votes=votes, point=point, degenerate=drawn.degenerate
+        )
+        return ledger.finish(point)

@@ -1,0 +1,69 @@
+"""Iterative Narrowing: re-ground on a window half the size of the current view, centred on
+the last point, a fixed number of rounds.
+
+Paper: A. Nguyen, "Improved GUI Grounding via Iterative Narrowing", arXiv:2411.13591 (2024).
+Code: ant-8/GUI-Grounding-via-Iterative-Shrinking, region_traverser.py (commit 8810f444):
+``consume_coordinate`` takes the next region as (W/2, H/2) of the current region centred on the
+point (portrait screens: W/1.2, H/2), shifted back inside the *current* region, and crops the
+original image (no resize: the model's processor sees the crop as any image). The number of
+rounds is 3 in the issue; ``ratio``/``portrait_ratio``/``rounds``/``zoom`` are parameters.
+"""
+
+from __future__ import annotations
+
+from PIL import Image
+
+from ..actions import Action
+from ..model import GroundingModel
+from ..strategy import Ledger, StrategyResult, box_inside, first_point, full_box, ground_view, view_source
+from ..views import ViewSource
+
+
+class IterativeNarrowing:
+    name = "iterative-narrowing"
+    paper = "Nguyen 2024, Improved GUI Grounding via Iterative Narrowing (arXiv:2411.13591)"
+    call_budget = "rounds (3) crops"
+    needs_sampling = False
+    needs_planner = False
+
+    def __init__(
+        self,
+        rounds: int = 3,
+        ratio: tuple[float, float] = (0.5, 0.5),
+        portrait_ratio: tuple[float, float] = (1 / 1.2, 0.5),
+        zoom: str = "native",
+    ):
+        if rounds < 1:
+            raise ValueError(f"iterative-narrowing: rounds must be >= 1, got {rounds}")
+        for r in (ratio, portrait_ratio):
+            if not all(0 < v <= 1 for v in r):
+                raise ValueError(f"iterative-narrowing: ratios must be in (0, 1], got {r}")
+        self.rounds, self.ratio, self.portrait_ratio, self.zoom = rounds, ratio, portrait_ratio, zoom
+
+    async def run(
+        self,
+        model: GroundingModel,
+        screenshot: Image.Image,
+        instruction: str,
+        baseline: Action | None,
+        *,
+        views: ViewSource | None = None,
+    ) -> StrategyResult:
+        ledger = Ledger(self.name, model, baseline)
+        source = view_source(model, screenshot, views, self.zoom)
+        point = await first_point(ledger, model, screenshot, instruction)
+        view = full_box(screenshot.size)
+        rx, ry = self.portrait_ratio if screenshot.width < screenshot.height else self.ratio
+        for r in range(1, self.rounds + 1):
+            if point is None:
+                break
+            view = box_inside(point, view.width * rx, view.height * ry, view)
+            new, _ = await ground_view(
+                ledger, model, source, screenshot, view, instruction, self.zoom, f"narrow[{r}]"
+            )
+            ledger.step(round=r, crop=view, point=new)
+            if new is None:
+                ledger.note(f"round {r}: no point in the crop; the previous point stands")
+                break
+            point = new
+        return ledger.finish(point)

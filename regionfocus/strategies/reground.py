@@ -1,0 +1,52 @@
+"""ReGround: one square crop around the first point, grounded once more.
+
+Source: the issue text ("one centre crop, 1024x1024 around the first point, re-ground once");
+no public code found with the search tools. Chosen: the crop is shifted (not shrunk) to lie
+inside the screenshot, and is the whole side where the screenshot is smaller; ``side`` and
+``zoom`` are parameters.
+"""
+
+from __future__ import annotations
+
+from PIL import Image
+
+from ..actions import Action
+from ..model import GroundingModel
+from ..strategy import Ledger, StrategyResult, box_inside, first_point, full_box, ground_view, view_source
+from ..views import ViewSource
+
+
+class ReGround:
+    name = "reground"
+    paper = "issue text (one 1024x1024 centre crop, re-ground once); no public code found"
+    call_budget = "1 crop"
+    needs_sampling = False
+    needs_planner = False
+
+    def __init__(self, side: float = 1024.0, zoom: str = "native"):
+        if side <= 0:
+            raise ValueError(f"reground: side must be > 0, got {side}")
+        self.side, self.zoom = side, zoom
+
+    async def run(
+        self,
+        model: GroundingModel,
+        screenshot: Image.Image,
+        instruction: str,
+        baseline: Action | None,
+        *,
+        views: ViewSource | None = None,
+    ) -> StrategyResult:
+        ledger = Ledger(self.name, model, baseline)
+        source = view_source(model, screenshot, views, self.zoom)
+        point = await first_point(ledger, model, screenshot, instruction)
+        if point is not None:
+            crop = box_inside(point, self.side, self.side, full_box(screenshot.size))
+            new, _ = await ground_view(
+                ledger, model, source, screenshot, crop, instruction, self.zoom, "reground"
+            )
+            ledger.step(crop=crop, point=new)
+            if new is None:
+                ledger.note("no point in the crop; the first point stands")
+            point = new or point
+        return ledger.finish(point)

@@ -1,0 +1,354 @@
+"""The strategy protocol: baseline prediction in, final action plus trace and cost out.
+
+RegionFocus is one test-time strategy among several published ones (Iterative Narrowing,
+ZoomClick, DiMo-GUI, ...; ``regionfocus.strategies``). To compare them on the same model and
+samples, every strategy returns the same :class:`StrategyResult`: the final action in pixels of
+the original screenshot, each model call with the size of the image it sent and the size the
+model saw, the image tokens that size costs the model's family, the text tokens and latency,
+and a per-step trace of crops and points as plain dicts.
+
+Image tokens. Qwen2-VL, Qwen2.5-VL and UI-TARS cut the smart_resized image into 14 px patches
+and merge 2x2 of them into one token: (H/28)*(W/28) tokens. Qwen3-VL: 16 px patches, merge 2:
+(H/32)*(W/32). A model says how it counts through an optional ``image_tokens(size)`` method
+(the VLM adapters have one); without it the core assumes factor 28 on ``input_size``. So the
+table predicts GPU cost for a real model without the core knowing families.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol, runtime_checkable
+
+from PIL import Image
+
+from .actions import Action, click
+from .geometry import Box, Point, clamp_point
+from .model import GroundingModel, ModelReply, Query, Usage
+from .trace import CallRecord, record_call
+from .views import StaticViews, View, ViewSource
+
+DEFAULT_TOKEN_FACTOR = 28  # patch 14 x merge 2: Qwen2-VL, Qwen2.5-VL, UI-TARS
+
+
+def image_tokens(model: Any, size: tuple[int, int]) -> int:
+    """Vision tokens ``model`` spends on an image of ``size`` = (W, H) given to it."""
+    fn = getattr(model, "image_tokens", None)
+    if callable(fn):
+        return int(fn(size))
+    w, h = model.input_size(size)
+    f = DEFAULT_TOKEN_FACTOR
+    return math.ceil(w / f) * math.ceil(h / f)
+
+
+@dataclass
+class CostedCall(CallRecord):
+    """A :class:`CallRecord` with what its image cost: ``image_size`` (W, H) sent,
+    ``seen_size`` (W, H) the model saw after its own resize, ``image_tokens`` of that size,
+    ``text_tokens`` = prompt tokens minus image tokens (None when the server gave no count or
+    counts differently), and ``n`` completions (sampling returns several per request)."""
+
+    image_size: list[int] | None = None
+    seen_size: list[int] | None = None
+    image_tokens: int | None = None
+    text_tokens: int | None = None
+    n: int = 1
+
+
+# ------------------------------------------------------------------ optional model abilities
+@dataclass
+class Samples:
+    """``n`` completions of one grounding request. ``replies``: each parsed like ``act``
+    (points in pixels of the image given). ``confidences``: per reply, the mean token
+    probability (exp of the mean log-probability), None when the backend gave none.
+    ``usage``: the one request's cost."""
+
+    replies: list[ModelReply]
+    confidences: list[float | None]
+    usage: Usage = field(default_factory=Usage)
+
+
+@runtime_checkable
+class SamplingModel(Protocol):
+    """A model that can draw several answers at a temperature > 0 in one request (UI-Zoomer,
+    GUI-RC). Deterministic models (the OCR agent) do not implement it; sampling strategies
+    then degenerate to one answer and say so in the result's notes."""
+
+    async def sample(self, image: Image.Image, query: Query, n: int, temperature: float) -> Samples: ...
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """Free-form question about an image (or none): a planner (ScreenSeekeR), a checker."""
+
+    async def chat(self, image: Image.Image | None, text: str) -> ModelReply: ...
+
+
+# ------------------------------------------------------------------ the result
+@dataclass
+class StrategyResult:
+    """One sample's outcome. ``action``: final point action in screenshot pixels (None: the
+    strategy found nothing and there was no baseline). ``candidates``: the distinct final
+    points a multi-candidate strategy had before it picked one (for an image-as-map choice).
+    ``steps``: the per-step trace (plain dicts, screenshot pixels). ``notes``: degenerations
+    and fallbacks, in words."""
+
+    strategy: str
+    action: Action | None
+    baseline: Action | None
+    calls: list[CostedCall] = field(default_factory=list)
+    steps: list[dict] = field(default_factory=list)
+    candidates: list[Point] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    wall_s: float = 0.0
+
+    @property
+    def point(self) -> Point | None:
+        return self.action.point if self.action is not None else None
+
+    def totals(self) -> dict[str, Any]:
+        """Sums over the calls: requests, completions, image/prompt/completion tokens, latency."""
+
+        def total(name: str) -> int | None:
+            values = [getattr(c, name) for c in self.calls]
+            return sum(v for v in values if v is not None) if any(v is not None for v in values) else None
+
+        return {
+            "requests": len(self.calls),
+            "completions": sum(c.n for c in self.calls),
+            "image_tokens": total("image_tokens"),
+            "prompt_tokens": total("prompt_tokens"),
+            "completion_tokens": total("completion_tokens"),
+            "latency_s": round(sum(c.latency_s for c in self.calls), 4),
+            "errors": sum(1 for c in self.calls if c.error),
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "strategy": self.strategy,
+            "action": self.action.to_dict() if self.action else None,
+            "baseline": self.baseline.to_dict() if self.baseline else None,
+            "candidates": [p.to_list() for p in self.candidates],
+            "steps": self.steps,
+            "notes": self.notes,
+            "calls": [c.to_dict() for c in self.calls],
+            "totals": self.totals(),
+            "wall_s": round(self.wall_s, 4),
+        }
+
+
+class Strategy(Protocol):
+    """A test-time strategy. ``paper``: citation; ``call_budget``: requests per sample in words
+    (beyond the baseline); ``needs_sampling`` / ``needs_planner``: what it wants of the model."""
+
+    name: str
+    paper: str
+    call_budget: str
+    needs_sampling: bool
+    needs_planner: bool
+
+    async def run(
+        self,
+        model: GroundingModel,
+        screenshot: Image.Image,
+        instruction: str,
+        baseline: Action | None,
+        *,
+        views: ViewSource | None = None,
+    ) -> StrategyResult: ...
+
+
+# ------------------------------------------------------------------ what every strategy shares
+class Ledger:
+    """Records each call with its cost, and the step trace, for one run of a strategy.
+
+    Calls are numbered in the order they are *started* (concurrent calls keep their order)."""
+
+    def __init__(self, strategy: str, model: Any, baseline: Action | None):
+        self.model = model
+        self.result = StrategyResult(strategy, None, baseline)
+        self._t0 = time.perf_counter()
+
+    async def call(
+        self,
+        kind: str,
+        image: Image.Image | None,
+        coro: Awaitable[ModelReply],
+        *,
+        model: Any = None,
+        n: int = 1,
+    ) -> ModelReply | None:
+        """Await ``coro`` (a request about ``image`` to ``model``, default the ledger's) and
+        record it. A failure is recorded and yields None, as :func:`record_call` does."""
+        model = model if model is not None else self.model
+        slot = len(self.result.calls)
+        self.result.calls.append(CostedCall(kind, "", 0.0))  # placeholder keeps start order
+        records: list[CallRecord] = []
+        reply = await record_call(records, kind, coro)
+        self.result.calls[slot] = costed(records[0], image.size if image is not None else None, model, n)
+        return reply
+
+    def add(self, record: CallRecord, size: tuple[int, int] | None, *, model: Any = None) -> None:
+        """Record a call made elsewhere (e.g. inside RegionFocus) about an image of ``size``."""
+        self.result.calls.append(costed(record, size, model if model is not None else self.model))
+
+    def step(self, **info: Any) -> None:
+        self.result.steps.append({k: _plain(v) for k, v in info.items()})
+
+    def note(self, text: str) -> None:
+        if text not in self.result.notes:
+            self.result.notes.append(text)
+
+    def finish(self, point: Point | None) -> StrategyResult:
+        """The result with a click at ``point`` (None: the baseline stands, noted)."""
+        r = self.result
+        if point is not None:
+            r.action = _final_action(r.baseline, point)
+        else:
+            r.action = r.baseline
+            self.note("no point found: the baseline stands")
+        r.wall_s = time.perf_counter() - self._t0
+        return r
+
+
+def costed(rec: CallRecord, size: tuple[int, int] | None, model: Any, n: int = 1) -> CostedCall:
+    """``rec`` with the cost of its image of ``size`` (W, H) to ``model`` (None: no image)."""
+    sent = seen = tokens = text_tokens = None
+    if size is not None:
+        sent = list(size)
+        if callable(getattr(model, "input_size", None)):  # a chat-only planner may not say
+            seen = list(model.input_size(size))
+            tokens = image_tokens(model, size)
+    if rec.prompt_tokens is not None and rec.prompt_tokens >= (tokens or 0):
+        text_tokens = rec.prompt_tokens - (tokens or 0)
+    return CostedCall(
+        rec.kind,
+        rec.text,
+        rec.latency_s,
+        rec.prompt_tokens,
+        rec.completion_tokens,
+        rec.error,
+        rec.endpoint,
+        sent,
+        seen,
+        tokens,
+        text_tokens,
+        n,
+    )
+
+
+def _final_action(baseline: Action | None, point: Point) -> Action:
+    if baseline is not None and baseline.is_point_action:
+        return replace(baseline, point=point)
+    return click(point.x, point.y)
+
+
+def _plain(v: Any) -> Any:
+    """Points, boxes and containers of them as JSON-ready lists."""
+    if isinstance(v, (Point, Box)):
+        return [round(x, 3) for x in v.to_list()]
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if isinstance(v, float):
+        return round(v, 4)
+    return v
+
+
+def view_source(
+    model: GroundingModel, screenshot: Image.Image, views: ViewSource | None, zoom: str, max_zoom: float = 4.0
+) -> ViewSource:
+    """The views a cropping strategy looks through. ``zoom``: "native" shows a crop at its own
+    pixels (the model's processor resizes it as it would any image: what most of these papers'
+    code does), "fill" upsamples it toward the size the model sees for the whole screenshot
+    (RegionFocus's views). A live environment's ``views`` (true zoom) win when given."""
+    if zoom not in ("native", "fill"):
+        raise ValueError(f"zoom must be 'native' or 'fill', got {zoom!r}")
+    if views is not None:
+        return views
+    return StaticViews(screenshot, max_zoom=1.0 if zoom == "native" else max_zoom, fit=model.input_size)
+
+
+def view_target(model: GroundingModel, screenshot: Image.Image, box: Box, zoom: str) -> tuple[int, int]:
+    if zoom == "native":
+        return max(1, round(box.width)), max(1, round(box.height))
+    return model.input_size(screenshot.size)
+
+
+async def ground_view(
+    ledger: Ledger,
+    model: GroundingModel,
+    source: ViewSource,
+    screenshot: Image.Image,
+    box: Box,
+    instruction: str,
+    zoom: str,
+    kind: str,
+) -> tuple[Point | None, View]:
+    """Show ``box`` of the screenshot, ask for the instruction's point, map it back to
+    screenshot pixels (clamped into the image)."""
+    view = await source.view(box, view_target(model, screenshot, box, zoom))
+    reply = await ledger.call(
+        kind, view.image, model.act(view.image, Query(instruction, view=view.transform), zoomed=True)
+    )
+    point = _reply_point(reply)
+    if point is None:
+        return None, view
+    return clamp_point(view.transform.view_to_screen(point), screenshot.size), view
+
+
+async def ground_full(
+    ledger: Ledger, model: GroundingModel, image: Image.Image, instruction: str, kind: str
+) -> Point | None:
+    """The instruction's point on a full-size image (the screenshot, or an annotated copy)."""
+    reply = await ledger.call(kind, image, model.act(image, Query(instruction)))
+    point = _reply_point(reply)
+    return clamp_point(point, image.size) if point is not None else None
+
+
+async def first_point(
+    ledger: Ledger, model: GroundingModel, screenshot: Image.Image, instruction: str
+) -> Point | None:
+    """The baseline's point, or (no baseline given) the model's answer on the screenshot."""
+    baseline = ledger.result.baseline
+    if baseline is not None and baseline.point is not None:
+        return clamp_point(baseline.point, screenshot.size)
+    ledger.note("no baseline point given: asked the model on the full screenshot")
+    return await ground_full(ledger, model, screenshot, instruction, "baseline")
+
+
+def _reply_point(reply: ModelReply | None) -> Point | None:
+    if reply is None:
+        return None
+    if reply.action is not None and reply.action.point is not None:
+        return reply.action.point
+    return reply.point
+
+
+def clip_box(box: Box, size: tuple[int, int]) -> Box:
+    """``box`` intersected with the image ``size`` = (W, H) (at least one pixel)."""
+    w, h = size
+    left, top = min(max(box.left, 0.0), w - 1.0), min(max(box.top, 0.0), h - 1.0)
+    right, bottom = max(min(box.right, float(w)), left + 1.0), max(min(box.bottom, float(h)), top + 1.0)
+    return Box(left, top, right, bottom)
+
+
+def box_inside(center: Point, width: float, height: float, bounds: Box) -> Box:
+    """A ``width`` x ``height`` box centred on ``center``, shifted (not shrunk) to lie inside
+    ``bounds``; shrunk only where ``bounds`` is smaller."""
+    bw, bh = min(width, bounds.width), min(height, bounds.height)
+    left = min(max(center.x - bw / 2, bounds.left), bounds.right - bw)
+    top = min(max(center.y - bh / 2, bounds.top), bounds.bottom - bh)
+    return Box(left, top, left + bw, top + bh)
+
+
+def full_box(size: tuple[int, int]) -> Box:
+    return Box(0.0, 0.0, float(size[0]), float(size[1]))
+
+
+def describe_calls(calls: Sequence[CostedCall]) -> list[str]:
+    """The kinds, in order (tests and the CLI print call sequences)."""
+    return [c.kind for c in calls]
