@@ -675,6 +675,8 @@ def _relevant(el: A11yElement) -> bool:
         return False
     if not el.label.strip():
         return el.interactive and el.role not in CONTAINER_ROLES
+    if not el.interactive and not re.search(r"\w", el.label):
+        return False  # separators and bullets ("·", "|", "•")
     if el.role in CONTAINER_ROLES and not el.interactive and not el.text.strip():
         return el.role in ("dialog", "alertdialog", "listitem", "group", "region", "article", "figure")
     return True
@@ -718,6 +720,8 @@ def dedupe(
     for el in elements:
         if el.role == "StaticText":
             for a in ancestors(el, by_id):
+                if a.role in CONTAINER_ROLES and a.role != "listitem" and not a.interactive:
+                    break  # a document's title or a landmark's name is not the run's text
                 if a.label.strip():
                     # a control says its own text (its name wins, as Table 4 ranks controls
                     # first); a block that already holds the run says it too
