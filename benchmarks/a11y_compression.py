@@ -62,6 +62,19 @@ def table(results: list[PageResult]) -> str:
     return "\n".join(rows)
 
 
+def ablation_table(results: list[PageResult]) -> str:
+    """Total tokens with each phase alone (Table 2's variants) beside the baseline and the full
+    pipeline."""
+    lin = sum(r.linear[1] for r in results)
+    rows = ["| observation | tokens | vs linear |", "|---|---|---|", f"| linearized tree | {lin} | 100.0 % |"]
+    for phase in ("modal", "reduce", "structure"):
+        t = sum(r.ablation.get(phase, 0) for r in results)
+        rows.append(f"| {phase} only | {t} | {_pct(t, lin)} |")
+    full = sum(r.compressed[1] for r in results)
+    rows.append(f"| full pipeline | {full} | {_pct(full, lin)} |")
+    return "\n".join(rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--kinds", default="own,miniwob,doc", help="corpus kinds, comma-separated")
@@ -80,6 +93,8 @@ def main(argv: list[str] | None = None) -> int:
         f"### A11y-Compressor sizes ({TOKENIZER} tokens; paper: {PAPER_RATIO:.0%} of the linearized tree)\n"
     )
     print(table(results))
+    print("\n### Phases alone (total over the pages above)\n")
+    print(ablation_table(results))
     for n in notes:
         print(n, file=sys.stderr)
     return 0

@@ -1056,6 +1056,31 @@ def compress(
     return Compressed("\n".join(out), list(modal), list(background), regions, detection, state)
 
 
+OBSERVATIONS = ("screenshot", "a11y", "compressed-a11y", "screenshot+compressed-a11y")
+
+
+def observation_text(
+    fmt: str,
+    elements: Sequence[A11yElement],
+    viewport: tuple[int, int],
+    instruction: str = "",
+    previous: A11yState | None = None,
+    phases: Iterable[str] = PHASES,
+    to_model: ToModel = identity_frame,
+) -> tuple[str, A11yState | None]:
+    """The text part of a browsing observation ``fmt`` (one of ``OBSERVATIONS``) and the state
+    to pass back as ``previous`` next step: "" for "screenshot"; the linearized tree for
+    "a11y"; :func:`compress`'s text for "compressed-a11y" and "screenshot+compressed-a11y"."""
+    if fmt not in OBSERVATIONS:
+        raise ValueError(f"unknown observation {fmt!r}; known: {', '.join(OBSERVATIONS)}")
+    if fmt == "screenshot":
+        return "", previous
+    if fmt == "a11y":
+        return linearize(elements, to_model), previous
+    c = compress(elements, instruction, previous, phases, viewport=viewport, to_model=to_model)
+    return c.text, c.state
+
+
 # ---------------------------------------------------------------------------------- hit testing
 def elements_at(elements: Sequence[A11yElement], point: Point, tolerance: float = 0.0) -> list[A11yElement]:
     """Elements whose box (grown by ``tolerance`` px) holds ``point``, front first: later

@@ -289,8 +289,9 @@ def test_a11y_command_prints_observation_and_size(capsys):
 
 def test_benchmark_table_on_own_pages(capsys):
     assert a11y_compression.main(["--kinds", "own"]) == 0
-    out = capsys.readouterr().out
+    out, phases = capsys.readouterr().out.split("### Phases alone")
     rows = [ln for ln in out.splitlines() if ln.startswith("| ")][1:]
     assert [r.split("|")[1].strip() for r in rows] == [p.name for p in OWN_PAGES] + ["**total**"]
     total = [c.strip() for c in rows[-1].split("|")]
     assert total[10] == "1.00" and total[11] == "1.00"  # modal precision and recall
+    assert "| reduce only |" in phases and "| full pipeline |" in phases

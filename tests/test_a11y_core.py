@@ -23,6 +23,7 @@ from regionfocus.a11y import (
     instruction_keywords,
     linearize,
     modal_score,
+    observation_text,
     reading_order,
     reduce_elements,
     structure,
@@ -260,6 +261,12 @@ def test_compress_renders_centres_and_ablations():
     with pytest.raises(ValueError, match="unknown a11y phase"):
         compress(els, viewport=VIEW, phases=["modal", "zoom"])
     assert len(full.text) < len(linearize(els))
+    text, state = observation_text("compressed-a11y", els, VIEW, "add to cart")
+    assert text == compress(els, "add to cart", viewport=VIEW).text and state.modal
+    assert observation_text("a11y", els, VIEW)[0] == linearize(els)
+    assert observation_text("screenshot", els, VIEW) == ("", None)
+    with pytest.raises(ValueError, match="unknown observation"):
+        observation_text("html", els, VIEW)
 
 
 # ------------------------------------------------------------------ hit testing, trigger

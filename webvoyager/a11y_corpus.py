@@ -22,10 +22,10 @@ import functools
 import http.server
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from regionfocus.a11y import A11yElement, compress, in_viewport, linearize, says_something
+from regionfocus.a11y import PHASES, A11yElement, compress, in_viewport, linearize, says_something
 
 from . import miniwob
 from .a11y_tree import A11ySnapshot, snapshot
@@ -176,6 +176,7 @@ class PageResult:
     fn: int = 0
     has_truth: bool = False
     methods: tuple[str, ...] = ()
+    ablation: dict[str, int] = field(default_factory=dict)  # tokens with one phase alone
 
 
 def modal_counts(
@@ -217,6 +218,11 @@ def measure(
     def size(t: str) -> tuple[int, int]:
         return len(t), count(t)
 
+    ablation = {
+        phase: count(compress(snap.elements, instruction, state, [phase], viewport=snap.viewport).text)
+        for phase in PHASES
+    }
+
     return PageResult(
         name,
         kind,
@@ -228,6 +234,7 @@ def measure(
         fn,
         has_truth,
         tuple(c.detection.methods if c.detection else ()),
+        ablation,
     )
 
 
