@@ -216,8 +216,10 @@ class OpenCvDetector:
             cols = blue.any(axis=0)
             if cols.sum() < 2:
                 continue
-            # Columns of blue ink, joined across the gaps between letters of one word run.
-            gap = max(2, int(0.6 * b.height))
+            # Columns of blue ink, joined across the gaps between the letters of one link (none
+            # where it is underlined, a pixel or two otherwise) but not across a space (~0.25
+            # em), which separates two adjacent links.
+            gap = max(1, int(0.15 * b.height))
             runs: list[list[int]] = []
             for x in np.flatnonzero(cols):
                 if runs and x - runs[-1][1] <= gap:
