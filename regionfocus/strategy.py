@@ -179,16 +179,24 @@ class Ledger:
         *,
         model: Any = None,
         n: int = 1,
+        slot: int | None = None,
     ) -> ModelReply | None:
         """Await ``coro`` (a request about ``image`` to ``model``, default the ledger's) and
-        record it. A failure is recorded and yields None, as :func:`record_call` does."""
+        record it. A failure is recorded and yields None, as :func:`record_call` does.
+        ``slot``: a place taken earlier with :meth:`reserve` (keeps the order of concurrent
+        calls whose requests are prepared at different speeds)."""
         model = model if model is not None else self.model
-        slot = len(self.result.calls)
-        self.result.calls.append(CostedCall(kind, "", 0.0))  # placeholder keeps start order
+        if slot is None:
+            slot = self.reserve(kind)
         records: list[CallRecord] = []
         reply = await record_call(records, kind, coro)
         self.result.calls[slot] = costed(records[0], image.size if image is not None else None, model, n)
         return reply
+
+    def reserve(self, kind: str) -> int:
+        """Take the next place in the call record (filled by :meth:`call` with ``slot``)."""
+        self.result.calls.append(CostedCall(kind, "", 0.0))
+        return len(self.result.calls) - 1
 
     def add(self, record: CallRecord, size: tuple[int, int] | None, *, model: Any = None) -> None:
         """Record a call made elsewhere (e.g. inside RegionFocus) about an image of ``size``."""
@@ -290,9 +298,13 @@ async def ground_view(
 ) -> tuple[Point | None, View]:
     """Show ``box`` of the screenshot, ask for the instruction's point, map it back to
     screenshot pixels (clamped into the image)."""
+    slot = ledger.reserve(kind)  # calls are recorded in the order they were asked for
     view = await source.view(box, view_target(model, screenshot, box, zoom))
     reply = await ledger.call(
-        kind, view.image, model.act(view.image, Query(instruction, view=view.transform), zoomed=True)
+        kind,
+        view.image,
+        model.act(view.image, Query(instruction, view=view.transform), zoomed=True),
+        slot=slot,
     )
     point = _reply_point(reply)
     if point is None:

@@ -162,9 +162,9 @@ class ScreenSeekeR:
             return await self._leaf(s, region, depth)
         refs: list[str] = []
         if s.planner is not None:
-            view = await s.source.view(region, (max(1, round(region.width)), max(1, round(region.height))))
+            patch = _native(s.screenshot, region)  # the planner's own processor resizes it
             plan = await self._chat(
-                s, f"plan[d{depth}]", view.image, PLAN_PROMPT.format(instruction=s.instruction)
+                s, f"plan[d{depth}]", patch, PLAN_PROMPT.format(instruction=s.instruction)
             )
             tags = parse_plan(plan.text if plan else "")
             refs = [r for t in _TAGS for r in tags[t]]
@@ -206,15 +206,15 @@ class ScreenSeekeR:
         return None
 
     async def _leaf(self, s: _Search, region: Box, depth: int) -> Point | None:
-        point, view = await ground_view(
+        point, _ = await ground_view(
             s.ledger, s.model, s.source, s.screenshot, region, s.instruction, self.zoom, f"leaf[d{depth}]"
         )
         if point is None or s.planner is None:
             s.ledger.step(depth=depth, leaf=region, point=point, check=None)
             return point
-        mark = draw_mark(
-            view.image, view.transform.screen_to_view(point), max(6.0, 0.01 * max(view.image.size)), "square"
-        )
+        patch = _native(s.screenshot, region)
+        local = Point(point.x - math.floor(region.left), point.y - math.floor(region.top))
+        mark = draw_mark(patch, local, max(6.0, 0.01 * max(patch.size)), "square")
         reply = await self._chat(s, f"check[d{depth}]", mark, CHECK_PROMPT.format(instruction=s.instruction))
         result, new_instruction = parse_check(reply.text if reply else "")
         s.ledger.step(depth=depth, leaf=region, point=point, check=result, new_instruction=new_instruction)
@@ -238,3 +238,9 @@ class ScreenSeekeR:
             s.ledger.note("the planner's check was unreadable: the grounder's point stands")
             return point
         return None
+
+
+def _native(screenshot: Image.Image, region: Box) -> Image.Image:
+    """``region`` of the screenshot at its own pixels (snapped outward to whole pixels)."""
+    left, top = math.floor(region.left), math.floor(region.top)
+    return screenshot.crop((left, top, math.ceil(region.right), math.ceil(region.bottom)))
