@@ -43,6 +43,8 @@ files written to RUN_DIR (--out):
                          resume with different settings)
   results.json           official {"details", "metrics"} format, final (+ RegionFocus) points
   results_baseline.json  the same for the agent alone
+  results_<name>.json    the same for each other --strategy (results.json stays RegionFocus's)
+  strategies.png         with --strategy: accuracy against calls and tokens per sample
   summary.md             the paper's Table 1 layout, per application, trigger rate, judge quality,
                          flips, cost per sample
   report.html            one self-contained page to browse samples with their overlays
@@ -105,6 +107,15 @@ def run_parser() -> argparse.ArgumentParser:
         help="on resume, rerun samples recorded as errors (e.g. the server was down); "
         "finished samples are never rerun",
     )
+    r.add_argument(
+        "--strategy",
+        metavar="NAMES",
+        help="test-time strategies to compare on the same samples, comma-separated "
+        "(regionfocus,zoomclick,narrowing,...; 'all' = every one that needs no second model; "
+        "`regionfocus strategies` lists them). The baseline runs once; each writes "
+        "results_<name>.json and a row of the comparison in summary.md and report.html. "
+        "Default: regionfocus",
+    )
     add_agent_arguments(p)
     add_regionfocus_arguments(p)
     return p
@@ -165,6 +176,9 @@ def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
     if args.concurrency < 1:
         raise ValueError(f"--concurrency must be >= 1, got {args.concurrency}")
     config = config_from_args(args)
+    from .strategies import resolve
+
+    strategies = resolve(args.strategy)
     data_dir = _resolve_data(args.data)
     tasks = tuple(t.strip() for t in args.task.split(",") if t.strip()) if args.task != "all" else ()
     selection = Selection(
@@ -204,6 +218,7 @@ def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
                 invocation=invocation,
                 progress=False if args.no_progress else None,
                 retry_errors=args.retry_errors,
+                strategies=strategies,
             )
         finally:
             if owned:

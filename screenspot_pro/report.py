@@ -8,6 +8,7 @@ records name, only for the HTML report, which says so when one is missing.
 
 from __future__ import annotations
 
+import io
 import json
 from collections import Counter
 from collections.abc import Sequence
@@ -20,6 +21,7 @@ from regionfocus.report_shell import Overlay, data_attrs, filter_bar, jpeg_data_
 from regionfocus.report_shell import e as _e
 from regionfocus.runlog import (
     RECORDS,
+    atomic_write_bytes,
     atomic_write_json,
     atomic_write_text,
     flatten,
@@ -27,6 +29,7 @@ from regionfocus.runlog import (
     read_records,
 )
 
+from . import strategies
 from .dataset import GROUPS, sample_order_key
 from .metrics import CORRECT, detail, evaluate
 
@@ -48,12 +51,20 @@ def regionfocus_enabled(run_dir: str | Path) -> bool:
     return bool(read_config(run_dir).get("identity", {}).get("regionfocus_enabled", True))
 
 
+def peer_names(records: Sequence[dict[str, Any]]) -> list[str]:
+    """The peer strategies a run compared (``--strategy``), as first met."""
+    return [n for n in strategies.rows_of(records) if n not in (strategies.BASELINE, strategies.REGIONFOCUS)]
+
+
 def details_for(records: Sequence[dict[str, Any]], row: str) -> list[dict[str, Any]]:
-    """Official detail entries for ``row`` ("baseline" or "final"). Error samples stay in, scored
-    wrong, and carry our ``status``/``error`` beside the official keys."""
+    """Official detail entries for ``row`` ("baseline", "final", or a peer strategy's name).
+    Error samples stay in, scored wrong, and carry our ``status``/``error`` beside the
+    official keys."""
     out = []
     for r in records:
-        res = r[row]
+        res = r[row] if row in ("baseline", "final") else strategies.row_result(r, row)
+        if res is None:  # the strategy has no result for this sample (an error record)
+            res = {"point": None, "raw_response": "", "correctness": "wrong"}
         d = detail(r["sample"], res["point"], res["raw_response"], res["correctness"])
         if r["status"] != "ok":
             d.update(status=r["status"], error=r.get("error"))
@@ -229,6 +240,16 @@ def summary_markdown(
         f"- Seconds: {s['seconds_per_sample']:.2f} wall, {s['model_seconds_per_sample']:.2f} summed over model calls",
         "",
     ]
+    if peer_names(records):
+        lines += [
+            "## Strategies",
+            "",
+            "Accuracy in %; cost per sample, the baseline's request included (image tokens as the "
+            "model's processor counts them; text tokens = prompt + completion - image). "
+            "W→R / R→W: flips against the baseline. Plot: strategies.png.",
+            "",
+            strategies.comparison_markdown(strategies.comparison(records)),
+        ]
     if s["error_examples"]:
         lines += ["## Errors (first 5)", ""] + [f"- {e}" for e in s["error_examples"]] + [""]
     if ident:
@@ -257,6 +278,12 @@ def write_reports(
     config = read_config(run_dir)
     atomic_write_json(run_dir / "results.json", evaluate(details_for(records, "final")))
     atomic_write_json(run_dir / "results_baseline.json", evaluate(details_for(records, "baseline")))
+    for name in peer_names(records):
+        atomic_write_json(run_dir / f"results_{name}.json", evaluate(details_for(records, name)))
+    if peer_names(records):
+        buf = io.BytesIO()
+        strategies.plot_png(strategies.comparison(records)).save(buf, "PNG")
+        atomic_write_bytes(run_dir / "strategies.png", buf.getvalue())
     atomic_write_text(run_dir / "summary.md", summary_markdown(records, config, n_selected))
     atomic_write_text(
         run_dir / "report.html", html_report(records, config, thumb_width=thumb_width, max_images=max_images)
@@ -440,6 +467,58 @@ def _sample_card(rec: dict[str, Any], images: str | None) -> str:
     )
 
 
+def _strategies_html(records: Sequence[dict[str, Any]]) -> str:
+    """The comparison of the run's strategies and its plot (nothing when there are no peers)."""
+    if not peer_names(records):
+        return ""
+    rows = strategies.comparison(records)
+    groups = list(rows[0]["by_group"])
+    head = [
+        "strategy",
+        "overall",
+        *groups,
+        "text",
+        "icon",
+        "calls",
+        "image tok",
+        "text tok",
+        "model s",
+        "W→R",
+        "R→W",
+    ]
+
+    def cell(v: Any, digits: int = 1) -> str:
+        return "–" if v is None else (f"{v:.{digits}f}" if isinstance(v, float) else str(v))
+
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f"<td>{_e(c)}</td>"
+            for c in [
+                r["strategy"],
+                cell(r["accuracy"]),
+                *(cell(r["by_group"][g]) for g in groups),
+                cell(r["text"]),
+                cell(r["icon"]),
+                cell(r["calls"], 2),
+                cell(r["image_tokens"], 0),
+                cell(r["text_tokens"], 0),
+                cell(r["model_s"], 2),
+                cell(r["wrong_to_right"]),
+                cell(r["right_to_wrong"]),
+            ]
+        )
+        + "</tr>"
+        for r in rows
+    )
+    plot = jpeg_data_url(strategies.plot_png(rows), 90)
+    return (
+        "<h2>Strategies</h2><p>Accuracy in %; cost per sample, the baseline's request included.</p>"
+        f"<table><tr>{''.join(f'<th>{_e(h)}</th>' for h in head)}</tr>{body}</table>"
+        f'<img src="{plot}" alt="accuracy against calls and tokens per sample">'
+    )
+
+
 def _html_table(rows: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> str:
     groups = _groups_of(*(d for _, d in rows))
     head1 = "<tr><th></th>" + "".join(f"<th colspan=3>{_e(g)}</th>" for g in [*groups, "Overall"]) + "</tr>"
@@ -501,7 +580,7 @@ def html_report(
             if omitted
             else ""
         )
-        + f"</p>{_html_table(rows)}<h2>Samples</h2>{legend}"
+        + f"</p>{_html_table(rows)}{_strategies_html(records)}<h2>Samples</h2>{legend}"
         + filter_bar(
             [("group", "group", groups), ("app", "application", apps), ("outcome", "outcome", outcomes)],
             len(records),

@@ -26,6 +26,7 @@ from regionfocus.runlog import RunFolder
 
 from .dataset import Sample
 from .metrics import CORRECT, WRONG, correctness
+from .strategies import BASELINE, REGIONFOCUS, peer_rows, prediction_costs, run_peers, totals
 
 
 def action_point(action: Action | None) -> list[float] | None:
@@ -50,9 +51,14 @@ def _final_raw_response(pred: StaticPrediction, baseline_text: str) -> str:
 
 
 def make_record(
-    sample: Sample, pred: StaticPrediction | None, error: str | None, seconds: float
+    sample: Sample,
+    pred: StaticPrediction | None,
+    error: str | None,
+    seconds: float,
+    extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The JSON record of one finished sample (also everything the reports need)."""
+    """The JSON record of one finished sample (also everything the reports need); ``extra``:
+    the cost rows and the peer strategies' results (:mod:`screenspot_pro.strategies`)."""
     meta = sample.meta()
     failed = pred is None or pred.failed
     status = "error" if (error is not None or failed) else "ok"
@@ -92,6 +98,7 @@ def make_record(
         "model_seconds": round(sum(c.latency_s for c in calls), 4),
         "seconds": round(seconds, 4),
         "trace": pred.to_dict() if pred else None,
+        **(extra or {}),
     }
 
 
@@ -100,18 +107,29 @@ def _load_rgb(path: Path) -> Image.Image:
         return im.convert("RGB")
 
 
-async def run_one(agent: RegionFocusAgent, sample: Sample) -> dict[str, Any]:
-    """Predict one sample; any exception becomes an error record (cancellation propagates)."""
+async def run_one(
+    agent: RegionFocusAgent, sample: Sample, strategies: Sequence[str] = (REGIONFOCUS,)
+) -> dict[str, Any]:
+    """Predict one sample (baseline and, when enabled, RegionFocus in one pass), then run the
+    peer ``strategies`` from that baseline; any exception of the pass becomes an error record
+    (cancellation propagates)."""
     t0 = time.perf_counter()
     try:
         image = await asyncio.to_thread(_load_rgb, sample.image_path)
         pred = await agent.predict(image, sample.instruction)
+        costs = prediction_costs(pred, image.size, agent.model)
+        extra: dict[str, Any] = {"cost": {BASELINE: totals([c for c in costs if c.kind == "act"])}}
+        if agent.enabled:
+            extra["cost"][REGIONFOCUS] = totals(costs)
+        if any(n != REGIONFOCUS for n in strategies):
+            peers = await run_peers(strategies, agent.model, image, sample.instruction, pred)
+            extra["strategies"] = peer_rows(sample, peers, [c for c in costs if c.kind == "act"])
     except asyncio.CancelledError:
         raise
     except Exception as e:  # noqa: BLE001 - a failed sample is data, not the end of the run
         tb = traceback.format_exception_only(type(e), e)[-1].strip()
         return make_record(sample, None, tb, time.perf_counter() - t0)
-    return make_record(sample, pred, None, time.perf_counter() - t0)
+    return make_record(sample, pred, None, time.perf_counter() - t0, extra)
 
 
 class _Progress:
@@ -156,6 +174,7 @@ async def run_samples(
     *,
     concurrency: int = 4,
     progress: bool | None = None,
+    strategies: Sequence[str] = (REGIONFOCUS,),
 ) -> list[dict[str, Any]]:
     """Run every sample not yet finished in ``folder`` with at most ``concurrency`` in flight;
     return the records of ``samples`` (old and new) in dataset order. ``folder``: an open
@@ -168,7 +187,9 @@ async def run_samples(
         raise ValueError(f"--concurrency must be >= 1, got {concurrency}")
     if not isinstance(folder, RunFolder):  # a bare folder: nothing pinned beyond "no settings"
         with RunFolder(folder, {}, {}) as opened:
-            return await run_samples(samples, agent, opened, concurrency=concurrency, progress=progress)
+            return await run_samples(
+                samples, agent, opened, concurrency=concurrency, progress=progress, strategies=strategies
+            )
     wanted = {s.id for s in samples}
     pending = [s for s in samples if s.id not in folder.done]
     sem = asyncio.Semaphore(concurrency)
@@ -176,7 +197,7 @@ async def run_samples(
 
     async def worker(sample: Sample) -> None:
         async with sem:
-            rec = await run_one(agent, sample)
+            rec = await run_one(agent, sample, strategies)
         bar.update(folder.add(rec))  # no await between finishing and appending: cancellation cannot split it
 
     tasks = [asyncio.create_task(worker(s)) for s in pending]
@@ -202,16 +223,25 @@ async def run_screenspot(
     invocation: dict[str, Any] | None = None,
     progress: bool | None = None,
     retry_errors: bool = False,
+    strategies: Sequence[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Pin the run's config to ``run_dir`` (refusing a different one), run what is missing and
-    write results.json, results_baseline.json, summary.md and report.html atomically."""
+    write results.json, results_baseline.json, summary.md and report.html atomically.
+    ``strategies``: the strategies to compare (names of :mod:`regionfocus.strategies`); None:
+    RegionFocus alone when ``enabled``. RegionFocus runs when ``enabled`` and named."""
     from .report import write_reports
 
     run_dir = Path(run_dir)
+    names = tuple(strategies) if strategies is not None else ((REGIONFOCUS,) if enabled else ())
+    enabled = enabled and REGIONFOCUS in names
     ident = {"regionfocus": config.to_dict(), "regionfocus_enabled": enabled, **(identity or {})}
+    if any(n != REGIONFOCUS for n in names):  # pinned only when used: earlier folders resume
+        ident["strategies"] = list(names)
     agent = RegionFocusAgent(model, config, enabled=enabled)
     inv = {"concurrency": concurrency, **(invocation or {})}
     with RunFolder(run_dir, ident, inv, retry_errors=retry_errors) as folder:
-        records = await run_samples(samples, agent, folder, concurrency=concurrency, progress=progress)
+        records = await run_samples(
+            samples, agent, folder, concurrency=concurrency, progress=progress, strategies=names
+        )
     write_reports(run_dir, n_selected=len(samples))
     return records

@@ -1,0 +1,302 @@
+"""Peer strategies on ScreenSpot-Pro: the same samples, the same baseline, the same accounting.
+
+``--strategy regionfocus,zoomclick,...`` runs the baseline once per sample; RegionFocus (when
+named) is the one-pass prediction the harness always made, and every other strategy starts
+from that baseline (:mod:`regionfocus.strategies`). A record then carries, per strategy, its
+point scored like the official harness, its cost (requests, completions, image tokens as the
+model's processor counts them, text tokens, model seconds, wall seconds) and its trace. From
+the records: ``results_<name>.json`` in the official format, a comparison table (accuracy
+overall, per group and per ui_type, cost per sample, flips against the baseline) and a plot
+of accuracy against calls and against tokens per sample.
+
+Costs include the baseline's own request for every row, so rows compare what a user pays.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from PIL import Image, ImageDraw, ImageFont
+
+from regionfocus.agent import StaticPrediction
+from regionfocus.model import GroundingModel
+from regionfocus.strategies import STRATEGIES, get_strategy
+from regionfocus.strategy import CostedCall, StrategyResult, costed
+
+from .metrics import CORRECT, correctness
+
+BASELINE = "baseline"
+REGIONFOCUS = "regionfocus"
+# Short names users type (the issue and the papers say "narrowing", "DiMo").
+ALIASES = {"narrowing": "iterative-narrowing", "focusing": "iterative-focusing", "dimo": "dimo-gui"}
+
+
+def resolve(spec: str | None) -> tuple[str, ...]:
+    """Strategy names from ``--strategy`` ("a,b", or "all": every registered strategy that needs
+    no second model). None or empty: RegionFocus alone, the harness's default."""
+    if not spec:
+        return (REGIONFOCUS,)
+    names = [ALIASES.get(s.strip().lower(), s.strip().lower()) for s in spec.split(",") if s.strip()]
+    if names == ["all"]:
+        return tuple(n for n, info in STRATEGIES.items() if not info.needs_planner)
+    unknown = [n for n in names if n not in STRATEGIES]
+    if unknown:
+        raise ValueError(
+            f"--strategy: unknown {', '.join(map(repr, unknown))}; known: {', '.join(STRATEGIES)} "
+            "(or 'all'; `regionfocus strategies` lists them)"
+        )
+    return tuple(dict.fromkeys(names))
+
+
+def prediction_costs(pred: StaticPrediction, size: tuple[int, int], model: Any) -> list[CostedCall]:
+    """Every call of the one-pass prediction (baseline, judge, RegionFocus rounds), costed: a
+    candidate request by the size of its view, the others by the screenshot's."""
+    out = [costed(rec, size, model) for rec in pred.calls]
+    for rnd in pred.rounds:
+        view_sizes = [tuple(v["size"]) for v in rnd.views]
+        for rec in rnd.calls:
+            size_of = size
+            if rec.kind.startswith("candidate["):
+                n = int(rec.kind[len("candidate[") : -1])
+                size_of = view_sizes[n] if n < len(view_sizes) else None
+            out.append(costed(rec, size_of, model))
+    return out
+
+
+def totals(calls: Sequence[CostedCall]) -> dict[str, Any]:
+    """Requests, completions, tokens and model seconds over ``calls`` (the record's cost)."""
+    return StrategyResult("", None, None, list(calls)).totals()
+
+
+async def run_peers(
+    names: Sequence[str],
+    model: GroundingModel,
+    image: Image.Image,
+    instruction: str,
+    pred: StaticPrediction,
+    options: dict[str, dict[str, Any]] | None = None,
+) -> dict[str, StrategyResult | BaseException]:
+    """Every named strategy but RegionFocus, from the prediction's baseline, concurrently.
+    A strategy that raises is that strategy's error on this sample, not the sample's."""
+    peers = [n for n in names if n != REGIONFOCUS]
+    results = await asyncio.gather(
+        *(
+            get_strategy(n, **(options or {}).get(n, {})).run(model, image, instruction, pred.baseline)
+            for n in peers
+        ),
+        return_exceptions=True,
+    )
+    for r in results:
+        if isinstance(r, asyncio.CancelledError):
+            raise r
+    return dict(zip(peers, results, strict=True))
+
+
+def peer_rows(
+    sample: Any, results: dict[str, StrategyResult | BaseException], baseline_calls: Sequence[CostedCall]
+) -> dict[str, dict[str, Any]]:
+    """The record's ``strategies`` field: per strategy, its scored point, cost and trace."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, res in results.items():
+        if isinstance(res, BaseException):
+            out[name] = {
+                "point": None,
+                "action": None,
+                "correctness": "wrong",
+                "raw_response": "",
+                "error": f"{type(res).__name__}: {res}",
+                "cost": totals(baseline_calls),
+                "seconds": 0.0,
+                "trace": None,
+            }
+            continue
+        point = [float(res.point.x), float(res.point.y)] if res.point is not None else None
+        last_text = next((c.text for c in reversed(res.calls) if c.text and not c.error), "")
+        out[name] = {
+            "point": point,
+            "action": res.action.to_dict() if res.action else None,
+            "correctness": correctness(point, sample.bbox, sample.img_size),
+            "raw_response": last_text,
+            "error": None,
+            "cost": totals([*baseline_calls, *res.calls]),
+            "seconds": round(res.wall_s, 4),
+            "trace": res.to_dict(),
+        }
+    return out
+
+
+# ------------------------------------------------------------------------------ comparison
+def rows_of(records: Sequence[dict[str, Any]]) -> list[str]:
+    """The strategy rows present in a run's records, in a stable order: baseline, RegionFocus
+    (when the run had it), then the peers as first met."""
+    names: list[str] = [BASELINE]
+    if any(r.get("cost", {}).get(REGIONFOCUS) for r in records) or not any(
+        r.get("strategies") for r in records
+    ):
+        names.append(REGIONFOCUS)
+    for r in records:
+        for n in r.get("strategies") or {}:
+            if n not in names:
+                names.append(n)
+    return names
+
+
+def row_result(rec: dict[str, Any], name: str) -> dict[str, Any] | None:
+    """The scored result of ``name`` on one record, shaped like the record's baseline/final."""
+    if name == BASELINE:
+        return rec["baseline"]
+    if name == REGIONFOCUS:
+        return rec["final"]
+    return (rec.get("strategies") or {}).get(name)
+
+
+def row_cost(rec: dict[str, Any], name: str) -> dict[str, Any]:
+    if name in (BASELINE, REGIONFOCUS):
+        cost = (rec.get("cost") or {}).get(name)
+        if cost:
+            return cost
+        return {
+            "requests": rec.get("n_calls") if name == REGIONFOCUS else 1,
+            "latency_s": rec.get("model_seconds"),
+        }
+    return ((rec.get("strategies") or {}).get(name) or {}).get("cost") or {}
+
+
+def comparison(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per strategy: accuracy (overall, per group, per ui_type), cost per sample and
+    flips against the baseline, over every record (errors count wrong)."""
+    n = len(records)
+    groups = sorted({r["sample"]["group"] for r in records})
+    out = []
+    for name in rows_of(records):
+        results = [row_result(r, name) for r in records]
+        right = [
+            res is not None and res.get("correctness") == CORRECT and r["status"] == "ok"
+            for r, res in zip(records, results, strict=True)
+        ]
+        base = [r["baseline"]["correctness"] == CORRECT and r["status"] == "ok" for r in records]
+
+        def acc(mask: Sequence[bool], right=right) -> float | None:
+            sel = [x for x, m in zip(right, mask, strict=True) if m]
+            return 100 * sum(sel) / len(sel) if sel else None
+
+        costs = [row_cost(r, name) for r in records]
+
+        def per_sample(key: str, costs=costs) -> float | None:
+            vals = [c.get(key) for c in costs]
+            known = [v for v in vals if v is not None]
+            return sum(known) / n if known and n else None
+
+        out.append(
+            {
+                "strategy": name,
+                "accuracy": acc([True] * n),
+                "by_group": {g: acc([r["sample"]["group"] == g for r in records]) for g in groups},
+                "text": acc([r["sample"]["ui_type"] == "text" for r in records]),
+                "icon": acc([r["sample"]["ui_type"] == "icon" for r in records]),
+                "calls": per_sample("requests"),
+                "completions": per_sample("completions"),
+                "image_tokens": per_sample("image_tokens"),
+                "text_tokens": _text_tokens(costs, n),
+                "model_s": per_sample("latency_s"),
+                "wrong_to_right": sum(ri and not b for ri, b in zip(right, base, strict=True)),
+                "right_to_wrong": sum(b and not ri for ri, b in zip(right, base, strict=True)),
+            }
+        )
+    return out
+
+
+def _text_tokens(costs: Sequence[dict[str, Any]], n: int) -> float | None:
+    vals = [
+        (c.get("prompt_tokens") or 0) - (c.get("image_tokens") or 0) + (c.get("completion_tokens") or 0)
+        for c in costs
+        if c.get("prompt_tokens") is not None
+    ]
+    return sum(vals) / n if vals and n else None
+
+
+def _f(v: float | None, digits: int = 1) -> str:
+    return "–" if v is None else f"{v:.{digits}f}"
+
+
+def comparison_markdown(rows: Sequence[dict[str, Any]]) -> str:
+    if not rows:
+        return ""
+    groups = list(rows[0]["by_group"])
+    head = [
+        "strategy",
+        "overall",
+        *groups,
+        "text",
+        "icon",
+        "calls",
+        "image tok",
+        "text tok",
+        "model s",
+        "W→R",
+        "R→W",
+    ]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        cells = [
+            r["strategy"],
+            _f(r["accuracy"]),
+            *(_f(r["by_group"][g]) for g in groups),
+            _f(r["text"]),
+            _f(r["icon"]),
+            _f(r["calls"], 2),
+            _f(r["image_tokens"], 0),
+            _f(r["text_tokens"], 0),
+            _f(r["model_s"], 2),
+            str(r["wrong_to_right"]) if r["strategy"] != BASELINE else "–",
+            str(r["right_to_wrong"]) if r["strategy"] != BASELINE else "–",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def plot_png(rows: Sequence[dict[str, Any]], width: int = 1100, height: int = 460) -> Image.Image:
+    """Accuracy against calls per sample (left) and against image + text tokens per sample
+    (right), one labelled dot per strategy."""
+    img = Image.new("RGB", (width, height), "white")
+    d = ImageDraw.Draw(img)
+    try:
+        font = ImageFont.truetype("DejaVuSans.ttf", 13)
+    except OSError:
+        font = ImageFont.load_default()
+    panels = [("calls per sample", lambda r: r["calls"]), ("tokens per sample", _tokens_of)]
+    pw = (width - 60) // 2
+    for k, (label, xof) in enumerate(panels):
+        x0, y0, x1, y1 = 50 + k * (pw + 20), 20, 50 + k * (pw + 20) + pw - 40, height - 50
+        d.rectangle((x0, y0, x1, y1), outline="#444")
+        pts = [
+            (xof(r), r["accuracy"], r["strategy"])
+            for r in rows
+            if xof(r) is not None and r["accuracy"] is not None
+        ]
+        if not pts:
+            d.text((x0 + 10, y0 + 10), "no data", fill="#888", font=font)
+            continue
+        xmax = max(p[0] for p in pts) * 1.1 or 1.0
+        for tick in range(0, 101, 25):
+            ty = y1 - (y1 - y0) * tick / 100
+            d.line((x0 - 4, ty, x0, ty), fill="#444")
+            d.text((x0 - 34, ty - 7), f"{tick}%", fill="#444", font=font)
+        d.text(((x0 + x1) / 2 - 50, y1 + 18), label, fill="#222", font=font)
+        d.text((x1 - 60, y1 + 4), f"{xmax:.0f}" if xmax >= 10 else f"{xmax:.1f}", fill="#444", font=font)
+        d.text((x0, y1 + 4), "0", fill="#444", font=font)
+        for x, y, name in pts:
+            px = x0 + (x1 - x0) * x / xmax
+            py = y1 - (y1 - y0) * y / 100
+            colour = "#ff1493" if name == REGIONFOCUS else ("#888" if name == BASELINE else "#1f5fbf")
+            d.ellipse((px - 5, py - 5, px + 5, py + 5), fill=colour)
+            d.text((px + 7, py - 8), name, fill="#222", font=font)
+    return img
+
+
+def _tokens_of(row: dict[str, Any]) -> float | None:
+    if row["image_tokens"] is None and row["text_tokens"] is None:
+        return None
+    return (row["image_tokens"] or 0) + (row["text_tokens"] or 0)
