@@ -1,0 +1,220 @@
+"""CoAT prompt parts and history (adapters/coat.py) and the AITZ reader and scorer
+(webvoyager/aitz.py) on a small AITZ-shaped sample this test writes (tiny PNGs, the released
+field names and encodings)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from PIL import Image
+
+from adapters.coat import CoatConfig, CoatHistory, CoatStep, coat_context, coat_instructions, parse_coat
+from regionfocus.actions import Action, ActionType
+from regionfocus.geometry import Box, Point
+from webvoyager.aitz import (
+    AitzError,
+    Prediction,
+    coat_history,
+    from_action,
+    levenshtein_ratio,
+    load_aitz,
+    match_step,
+    score,
+)
+
+# ---------------------------------------------------------------------------- CoAT
+
+
+def test_config_parse_and_ablation_parts():
+    assert CoatConfig.parse("all").enabled == (
+        "previous_action_result",
+        "screen_description",
+        "action_think",
+        "next_action_description",
+    )
+    cfg = CoatConfig.parse("par, ad")
+    assert cfg.enabled == ("previous_action_result", "next_action_description")
+    assert cfg.spec() == "par,ad"
+    assert CoatConfig.parse("none").enabled == ()
+    with pytest.raises(ValueError, match="unknown CoAT part"):
+        CoatConfig.parse("sd,xx")
+
+
+def test_instructions_name_only_enabled_parts():
+    text = coat_instructions(CoatConfig.parse("sd,at"))
+    assert "Screen description:" in text and "Action think:" in text
+    assert "Previous action result" not in text and "Next action description" not in text
+    assert coat_instructions(CoatConfig.parse("none")) == ""
+    assert '"action_think"' in coat_instructions(CoatConfig.parse("at"), style="json")
+
+
+def test_parse_coat_reads_labelled_parts_and_keeps_the_action():
+    answer = (
+        "Previous action result: By doing so, the menu opened.\n"
+        "**Screen description**: A settings page with a list of options,\n"
+        "including Wi-Fi and Bluetooth.\n"
+        "Action think: Think: the Wi-Fi row is visible. Possible actions are to tap it.\n"
+        "Next action description: click on the Wi-Fi row\n"
+        "Thought: tap Wi-Fi\nAction: click(start_box='(10,20)')"
+    )
+    p = parse_coat(answer)
+    assert p.previous_action_result == "By doing so, the menu opened."
+    assert p.screen_description == "A settings page with a list of options, including Wi-Fi and Bluetooth."
+    assert p.action_think.startswith("Think: the Wi-Fi row")
+    assert p.next_action_description == "click on the Wi-Fi row"
+    assert p.rest == "Thought: tap Wi-Fi\nAction: click(start_box='(10,20)')"
+
+
+def test_history_carries_descriptions_results_and_outcomes_per_switch():
+    h = CoatHistory()
+    h.append(
+        CoatStep("CLICK_COORDS [5, 6]", action_description="click on Search", outcome="changed the screen")
+    )
+    h.set_last_result("By doing so, the search box is active.")
+    h.set_last_result("ignored: the step already has a result")
+    h.append(CoatStep('TYPE_TEXT "cats"', action_description="type cats"))
+    full = coat_context(h, CoatConfig())
+    assert "Step 1: click on Search [CLICK_COORDS [5, 6]] (changed the screen)" in full
+    assert "Result: By doing so, the search box is active." in full
+    assert "ignored" not in full
+    bare = coat_context(h, CoatConfig.parse("sd"))  # no AD, no PAR: the chain of actions
+    assert "Step 1: CLICK_COORDS [5, 6] (changed the screen)" in bare and "Result" not in bare
+    assert coat_context(CoatHistory(), CoatConfig()) == "Previous actions: none"
+
+
+# ---------------------------------------------------------------------------- AITZ sample
+
+
+def _step(ep, i, n, action_type, **kw):
+    base = {
+        "episode_id": ep,
+        "episode_length": n,
+        "step_id": i,
+        "instruction": 'open app "Clock"',
+        "ui_positions": json.dumps([[100, 20, 40, 80], [300, 150, 30, 60]]),  # [top, left, h, w]
+        "ui_text": json.dumps(["Clock", "Maps"]),
+        "ui_types": json.dumps(["TEXT", "TEXT"]),
+        "result_action_type": action_type,
+        "result_action_text": "",
+        "result_touch_yx": "[-1.0, -1.0]",
+        "result_lift_yx": "[-1.0, -1.0]",
+        "image_path": f"general/{ep}/{ep}_{i}.png",
+        "coat_screen_desc": f"screen {i}",
+        "coat_action_think": f"think {i}",
+        "coat_action_desc": f"desc {i}",
+        "coat_action_result": f"result {i}",
+    }
+    base.update(kw)
+    return base
+
+
+@pytest.fixture
+def sample(tmp_path):
+    """Two episodes on a 200x400 screen: (click Clock, type, press enter, stop) and
+    (scroll up, press home)."""
+    eps = {
+        "E1": [
+            _step(
+                "E1", 0, 4, 4, result_touch_yx="[0.3, 0.3]", result_lift_yx="[0.3, 0.3]"
+            ),  # click (60, 120)
+            _step("E1", 1, 4, 3, result_action_text="alarm clock"),
+            _step("E1", 2, 4, 7),
+            _step("E1", 3, 4, 10),
+        ],
+        "E2": [
+            _step("E2", 0, 2, 4, result_touch_yx="[0.8, 0.5]", result_lift_yx="[0.2, 0.5]"),  # finger up
+            _step("E2", 1, 2, 6),
+        ],
+    }
+    for ep, steps in eps.items():
+        d = tmp_path / "general" / ep
+        d.mkdir(parents=True)
+        (d / f"{ep}.json").write_text(json.dumps(steps))
+        for s in steps:
+            Image.new("RGB", (200, 400), "white").save(d / f"{ep}_{s['step_id']}.png")
+    return tmp_path
+
+
+def test_reader_decodes_the_released_fields(sample):
+    eps = {e.episode_id: e for e in load_aitz(sample)}
+    e1 = eps["E1"]
+    assert [s.gold.type for s in e1.steps] == ["click", "type", "press", "stop"]
+    assert e1.steps[0].size == (200, 400)
+    assert e1.steps[0].gold.point == Point(60.0, 120.0)
+    assert e1.steps[0].ui_boxes[0] == Box(20, 100, 100, 140)  # [top, left, h, w] -> XYXY
+    assert e1.steps[1].gold.text == "alarm clock" and e1.steps[2].gold.button == "enter"
+    assert eps["E2"].steps[0].gold.direction == "up" and eps["E2"].steps[1].gold.button == "home"
+    hist = coat_history(e1, 2)
+    assert [s.action_result for s in hist.steps] == ["result 0", "result 1"]
+
+
+def test_click_rules_box_and_distance(sample):
+    st = load_aitz(sample)[0].steps[0]  # gold (60, 120) inside UI box (20,100)-(100,140)
+    # Same enlarged box, far apart: matches through the box (1.4x: x in [-36, 156]).
+    assert match_step(st, Prediction("click", point=Point(150, 105))) == (True, True)
+    # Outside every box but within 0.14 of the screen (relative distance).
+    assert match_step(st, Prediction("click", point=Point(60, 160)))[1] is True
+    # Outside both: 0.25 of the screen away.
+    assert match_step(st, Prediction("click", point=Point(60, 220)))[1] is False
+    # Box predictions (CoAT evaluator): gold inside the 1.2x box, or IoU > 0.5 with the UI box.
+    assert match_step(st, Prediction("click", box=Box(50, 112, 70, 128)))[1] is True
+    assert match_step(st, Prediction("click", box=Box(22, 100, 102, 141)))[1] is True
+    assert match_step(st, Prediction("click", box=Box(150, 300, 200, 340)))[1] is False
+    assert match_step(st, Prediction("type", text="x")) == (False, False)
+
+
+def test_type_scroll_press_rules(sample):
+    e1, e2 = load_aitz(sample)
+    typed = e1.steps[1]
+    assert match_step(typed, Prediction("type", text="alarm"))[1]  # substring
+    assert match_step(typed, Prediction("type", text="alarm clocks"))[1]  # contains the gold
+    assert match_step(typed, Prediction("type", text="alarn clock"))[1]  # ratio 0.91
+    assert not match_step(typed, Prediction("type", text="weather"))[1]
+    assert not match_step(typed, Prediction("type", text=""))[1]
+    assert match_step(typed, Prediction("type", text=""), empty_text_matches=True)[1]  # the evaluator's rule
+    assert levenshtein_ratio("alarn clock", "alarm clock") == pytest.approx(20 / 22)
+    assert match_step(e2.steps[0], Prediction("scroll", direction="up"))[1]
+    assert not match_step(e2.steps[0], Prediction("scroll", direction="down"))[1]
+    assert match_step(e1.steps[2], Prediction("press", button="enter"))[1]
+    assert not match_step(e1.steps[2], Prediction("press", button="back"))[1]
+
+
+def test_from_action_inverts_wheel_scrolls():
+    assert from_action(Action(ActionType.SCROLL, direction="down")).direction == "up"
+    assert from_action(Action(ActionType.HOTKEY, keys=("enter",))).button == "enter"
+    assert from_action(Action(ActionType.FINISHED, text="done")).type == "stop"
+    assert from_action(None).type is None
+
+
+def test_scores_atomic_and_goal_progress(sample):
+    eps = load_aitz(sample)
+    preds = {
+        ("E1", 0): from_action(Action(ActionType.CLICK, Point(62, 118))),
+        ("E1", 1): from_action(Action(ActionType.TYPE, text="alarm clock")),
+        ("E1", 2): Prediction("press", button="back"),  # first miss: progress 2/4
+        ("E1", 3): Prediction("stop"),
+        ("E2", 0): from_action(Action(ActionType.SCROLL, direction="down")),  # = finger up
+        # ("E2", 1) missing: no answer
+    }
+    s = score(eps, preds)
+    assert s.steps == 6 and s.episodes == 2
+    assert s.atomic["total"]["exact_acc"] == pytest.approx(4 / 6)
+    assert s.atomic["PRESS"]["count"] == 2 and s.atomic["PRESS"]["type_acc"] == pytest.approx(0.5)
+    assert s.atomic["PRESS"]["exact_acc"] == 0.0
+    assert s.hit_rate == pytest.approx(5 / 6)
+    assert s.goal_progress == pytest.approx((2 / 4 + 1 / 2) / 2)
+    assert s.success_rate == 0.0
+    assert "goal progress 0.500" in s.table()
+
+
+def test_reader_errors_name_file_and_problem(tmp_path):
+    with pytest.raises(AitzError, match="no AITZ episode files"):
+        load_aitz(tmp_path)
+    bad = tmp_path / "x.json"
+    bad.write_text(json.dumps([{"episode_id": "1", "step_id": 0, "instruction": "i"}]))
+    with pytest.raises(AitzError, match="missing field 'result_action_type'"):
+        load_aitz(bad)
+    bad.write_text(json.dumps([_step("1", 0, 1, 4)]))  # no image to size the click
+    with pytest.raises(AitzError, match="not found"):
+        load_aitz(bad)
