@@ -20,7 +20,7 @@ from PIL import Image
 from .actions import Action
 from .config import RegionFocusConfig
 from .geometry import Point
-from .landmarks import draw_landmarks
+from .landmarks import mark_for_model
 from .model import GroundingModel, Query, Verdict
 from .orchestrator import RegionFocus
 from .screen import same_screen, screen_signature
@@ -170,7 +170,7 @@ class RegionFocusAgent:
     async def _judge(
         self, screenshot: Image.Image, query: Query, point: Point, calls: list[CallRecord]
     ) -> Verdict:
-        image = draw_landmarks(screenshot, [point], [""], scale=self.config.star_scale)
+        image = await mark_for_model(self.model, screenshot, [point], [""], scale=self.config.star_scale)
         reply = await record_call(calls, "judge", self.model.judge(image, query, point))
         return reply.verdict if reply and reply.verdict else Verdict.UNKNOWN
 

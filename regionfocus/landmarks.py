@@ -82,7 +82,27 @@ class _Style:
     margin: int  # least clearance between a tag and any other tag or star
 
     @classmethod
-    def of(cls, size: tuple[int, int], scale: float) -> _Style:
+    def of(cls, size: tuple[int, int], scale: float, reference: tuple[int, int] | None = None) -> _Style:
+        """The style of a drawing on an image of ``size``. ``reference``: the size of the
+        screenshot the image stands for (a model-size copy of it): the star and tag are then
+        sized for the screenshot and shrunk by ``size / reference``, so they look to the model
+        exactly as a star drawn on the screenshot and resized with it would."""
+        if reference is not None and tuple(reference) != tuple(size):
+            # Every size of the screenshot's drawing, shrunk (or grown) with the image, so the
+            # floors below apply to the screenshot, as they do when a drawn copy is resized.
+            full = cls.of(reference, scale)
+            k = max(size) / max(reference)
+            return cls(
+                r=max(2, round(full.r * k)),
+                stroke=max(1, round(full.stroke * k)),
+                core=max(1, round(full.core * k)),
+                dot=round(full.dot * k),  # 0: a single white pixel
+                font_px=max(6, round(full.font_px * k)),
+                pad_x=max(1, round(full.pad_x * k)),
+                pad_y=max(1, round(full.pad_y * k)),
+                gap=max(1, round(full.gap * k)),
+                margin=max(1, round(full.margin * k)),
+            )
         r = star_radius(size, scale)
         font_px = label_px(size, scale)
         return cls(
@@ -307,21 +327,50 @@ def _nearest(box: Box, points: Sequence[Point]) -> int:
 
 
 def draw_landmarks(
-    image: Image.Image, points: Sequence[Point], labels: Sequence[str] | None = None, *, scale: float = 1.0
+    image: Image.Image,
+    points: Sequence[Point],
+    labels: Sequence[str] | None = None,
+    *,
+    scale: float = 1.0,
+    reference: tuple[int, int] | None = None,
+    in_place: bool = False,
+    origin: tuple[int, int] = (0, 0),
+    frame: tuple[int, int] | None = None,
 ) -> Image.Image:
-    """A copy of ``image`` with a numbered pink star at each point (screenshot pixels).
+    """A copy of ``image`` with a numbered pink star at each point (pixels of ``image``).
 
     ``labels`` default to "1", "2", ...; an empty label draws the star alone. ``scale``
     multiplies the default star and label size. The input image is never modified. The pixel
     at each point is a white dot; the star around it is translucent; the tags are laid out by
     :func:`label_layout` and never cover a star or another tag.
+
+    ``reference``: (W, H) of the screenshot ``image`` is a resized copy of (an adapter drawing
+    on its model-size image, points already mapped into it): stars and tags get the size they
+    would have on the screenshot, shrunk with it. ``in_place``: draw on ``image`` itself (an RGB
+    copy the caller owns), saving a full-image copy. ``origin``/``frame``: ``image`` is the crop
+    at ``origin`` of an image of size ``frame`` and ``points`` are in the frame's pixels: the
+    stars and tags are sized and laid out for the whole frame and the part inside the crop is
+    drawn, pixel for pixel as on the whole image (see :func:`landmark_extent` for the crop).
     """
     names = _labels(points, labels)
-    out = image.copy() if image.mode == "RGB" else image.convert("RGB")  # convert() copies already
+    if in_place and image.mode == "RGB":
+        out = image
+    else:
+        out = image.copy() if image.mode == "RGB" else image.convert("RGB")  # convert() copies already
     if not points:
         return out
-    style = _Style.of(out.size, scale)
-    tags = _layout(out.size, points, names, style)
+    whole = tuple(frame) if frame is not None else out.size
+    style = _Style.of(whole, scale, reference)
+    tags = _layout(whole, points, names, style)
+    ox, oy = origin
+    if ox or oy:  # lay out in the whole frame, draw in the crop's pixels
+        points = [Point(p.x - ox, p.y - oy) for p in points]
+        tags = [
+            None
+            if t is None
+            else _Placed(Box(t.box.left - ox, t.box.top - oy, t.box.right - ox, t.box.bottom - oy), t.ring)
+            for t in tags
+        ]
     draw = ImageDraw.Draw(out)
     r = style.r
     # Leader lines first: stars and tags are drawn over them.
@@ -360,6 +409,28 @@ def draw_landmarks(
         )
         draw.text((b.left + ox, b.top + oy), label, fill=LABEL_TEXT, font=font)
     return out
+
+
+async def mark_for_model(
+    model: object,
+    image: Image.Image,
+    points: Sequence[Point],
+    labels: Sequence[str] | None = None,
+    *,
+    scale: float = 1.0,
+) -> Image.Image:
+    """The image to give ``model`` in place of ``image`` with numbered stars at ``points``
+    (pixels of ``image``, the screenshot).
+
+    A model that offers ``annotate`` (:class:`~regionfocus.model.AnnotatingModel`) draws the
+    stars on the copy of the screenshot it already made at the size it sees: no full-resolution
+    copy, no second resize, the same look (sizes are relative to the screenshot). Any other
+    model gets a full-resolution annotated copy, as before, and resizes it itself.
+    """
+    annotate = getattr(model, "annotate", None)
+    if callable(annotate):
+        return await annotate(image, points, labels, scale=scale)
+    return draw_landmarks(image, points, labels, scale=scale)
 
 
 def draw_boxes(image: Image.Image, boxes: Sequence[Box]) -> Image.Image:

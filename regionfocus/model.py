@@ -139,3 +139,25 @@ class GroundingModel(Protocol):
     async def propose_box(self, image: Image.Image, query: Query, focal: Point | None) -> ModelReply:
         """A region (``box``) likely to contain the target: the paper's predict-region ablation."""
         ...
+
+
+@runtime_checkable
+class AnnotatingModel(Protocol):
+    """Optional: a model that draws stars on its own copy of a screenshot.
+
+    :func:`~regionfocus.landmarks.mark_for_model` uses it when a model offers it. The returned
+    image stands for ``image`` with numbered stars at ``points`` (pixels of ``image``; star and
+    tag sizes relative to ``image``, as :func:`~regionfocus.landmarks.draw_landmarks` draws
+    them); it may be at any size (typically the size the model sees). Given back to the same
+    model in ``judge``, ``choose`` or ``propose_point``, every point in and out of the request
+    stays in pixels of ``image``. Models without it get full-resolution annotated copies.
+    """
+
+    async def annotate(
+        self,
+        image: Image.Image,
+        points: Sequence[Point],
+        labels: Sequence[str] | None = None,
+        *,
+        scale: float = 1.0,
+    ) -> Image.Image: ...

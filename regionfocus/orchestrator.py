@@ -17,7 +17,7 @@ from PIL import Image
 from .box_proposers import build_proposer
 from .config import RegionFocusConfig
 from .geometry import Point, clamp_point
-from .landmarks import draw_landmarks
+from .landmarks import mark_for_model
 from .model import GroundingModel, Option, Query
 from .proposals import BoxProposer, ProposalContext
 from .trace import CallRecord, Candidate, RefineResult, record_call
@@ -119,8 +119,11 @@ class RegionFocus:
         result.wall_s = time.perf_counter() - t0
         return result
 
-    def _stars(self, image: Image.Image, points: Sequence[Point], labels: Sequence[str] | None = None):
-        return draw_landmarks(image, points, labels, scale=self.config.star_scale)
+    async def _stars(
+        self, image: Image.Image, points: Sequence[Point], labels: Sequence[str] | None = None
+    ) -> Image.Image:
+        # The model draws on its own model-size copy when it can (no full-resolution copy).
+        return await mark_for_model(self.model, image, points, labels, scale=self.config.star_scale)
 
     async def _focal_point(
         self, screenshot: Image.Image, query: Query, history: list[Point], calls: list[CallRecord]
@@ -128,7 +131,7 @@ class RegionFocus:
         """Ask for the focal point; an unparseable answer is asked again up the temperature
         ladder. A failed call (transport) is not retried here: the backend already did."""
         on_image = self.config.history == "image"
-        image = self._stars(screenshot, history) if (history and on_image) else screenshot
+        image = (await self._stars(screenshot, history)) if (history and on_image) else screenshot
         ladder = (None, *self.config.focal_retry_temperatures)
         for attempt, temperature in enumerate(ladder):
             kind = "focal" if attempt == 0 else f"focal-retry{attempt}"
@@ -168,7 +171,7 @@ class RegionFocus:
             options.append(Option(n, c.action, on_image and c.action.is_point_action))
         starred = [o for o in options if o.on_image]
         image = (
-            self._stars(screenshot, [o.action.point for o in starred], [str(o.number) for o in starred])
+            await self._stars(screenshot, [o.action.point for o in starred], [str(o.number) for o in starred])
             if starred
             else screenshot
         )
