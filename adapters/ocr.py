@@ -273,6 +273,10 @@ class OcrAgent:
     def input_size(self, size: tuple[int, int]) -> tuple[int, int]:
         return budget_size(size, self.budget)
 
+    def image_tokens(self, size: tuple[int, int]) -> int:
+        """No vision tokens: OCR is not a transformer (its cost is CPU time, in the latency)."""
+        return 0
+
     def _budget_array(self, image: Image.Image) -> np.ndarray:
         rgb = image.convert("RGB")
         target = self.input_size(rgb.size)

@@ -164,6 +164,34 @@ class OpenAIBackend:
         kwargs = await asyncio.to_thread(
             self.request_kwargs, messages, max_tokens=max_tokens, temperature=temperature, **sampling
         )
+        text, usage = await self._create(kwargs, _completion_text, started)
+        return ChatResponse(text=text, usage=usage)
+
+    async def complete_n(
+        self,
+        messages: list[Message],
+        *,
+        n: int,
+        max_tokens: int = 512,
+        temperature: float = 1.0,
+        logprobs: bool = True,
+        **sampling: Any,
+    ) -> tuple[list[tuple[str, list[float] | None]], Usage]:
+        """``n`` completions of one request (the API's ``n``), each with its tokens'
+        log-probabilities when ``logprobs`` and the server gives them (else None). One usage
+        for the request. Retries and errors as :meth:`complete`."""
+        if n < 1:
+            raise ValueError(f"complete_n: n must be >= 1, got {n}")
+        started = time.perf_counter()
+        extra = {"n": int(n), **({"logprobs": True} if logprobs else {}), **sampling}
+        kwargs = await asyncio.to_thread(
+            self.request_kwargs, messages, max_tokens=max_tokens, temperature=temperature, **extra
+        )
+        return await self._create(kwargs, _completion_choices, started)
+
+    async def _create(self, kwargs: dict[str, Any], parse: Any, started: float) -> tuple[Any, Usage]:
+        """One request with retries; ``parse(completion)`` runs inside the retry (a malformed
+        body is retried). Returns (parsed, usage)."""
         semaphore = self._bind_loop()
         attempts = 0
         while True:
@@ -180,7 +208,7 @@ class OpenAIBackend:
                         )
                     finally:
                         endpoint.in_flight -= 1
-                text = _completion_text(completion)
+                parsed = parse(completion)
             except BaseException as exc:  # noqa: BLE001 - classified below; cancellation re-raised
                 if isinstance(exc, asyncio.CancelledError) or not isinstance(exc, Exception):
                     raise
@@ -207,14 +235,11 @@ class OpenAIBackend:
                 continue
             endpoint.served += 1
             usage = getattr(completion, "usage", None)
-            return ChatResponse(
-                text=text,
-                usage=Usage(
-                    latency_s=time.perf_counter() - started,
-                    prompt_tokens=getattr(usage, "prompt_tokens", None),
-                    completion_tokens=getattr(usage, "completion_tokens", None),
-                    endpoint=endpoint.base_url,
-                ),
+            return parsed, Usage(
+                latency_s=time.perf_counter() - started,
+                prompt_tokens=getattr(usage, "prompt_tokens", None),
+                completion_tokens=getattr(usage, "completion_tokens", None),
+                endpoint=endpoint.base_url,
             )
 
     def request_kwargs(
@@ -339,6 +364,27 @@ def _completion_text(completion: Any) -> str:
             arguments = function.arguments
         text += "<tool_call>" + json.dumps({"name": function.name, "arguments": arguments}) + "</tool_call>"
     return text
+
+
+def _completion_choices(completion: Any) -> list[tuple[str, list[float] | None]]:
+    """Every choice's text (as :func:`_completion_text` renders it) with its tokens'
+    log-probabilities (None when the server sent none)."""
+    first = _completion_text(completion)  # validates the shape
+    out = []
+    for i, choice in enumerate(completion.choices):
+        if i == 0:
+            text = first
+        else:
+            message = getattr(choice, "message", None)
+            text = (getattr(message, "content", None) or "") if message is not None else ""
+        content = getattr(getattr(choice, "logprobs", None), "content", None)
+        lps = (
+            [float(t.logprob) for t in content if getattr(t, "logprob", None) is not None]
+            if content
+            else None
+        )
+        out.append((text, lps or None))
+    return out
 
 
 def _classify(exc: Exception) -> tuple[bool, int | None, float | None]:
