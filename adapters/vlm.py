@@ -28,6 +28,7 @@ from PIL import Image
 
 from regionfocus.actions import Action, ActionType
 from regionfocus.geometry import Box, Point
+from regionfocus.landmarks import draw_landmarks, landmark_extent
 from regionfocus.model import ModelReply, Option, Query, Turn, Verdict
 
 from .backend import ChatBackend, Message
@@ -41,6 +42,18 @@ RELATIVE_SCALE = 1000.0  # UI-TARS 1.0 and Qwen3-VL write 0-1000 on each axis
 CHOICE_POINT_TOLERANCE = 0.02
 
 log = logging.getLogger(__name__)
+
+# An image :meth:`VlmAdapter.annotate` made stands for a screenshot of another size: the size of
+# that screenshot travels in the image's ``info`` (PIL keeps it on copies), and every point of
+# a request about the image is in the screenshot's pixels.
+GIVEN_SIZE_KEY = "regionfocus.given_size"
+
+
+def given_size(image: Image.Image) -> tuple[int, int]:
+    """(W, H) of the frame a request's points are in: the screenshot an annotated model-size
+    image stands for, or the image's own size."""
+    g = image.info.get(GIVEN_SIZE_KEY)
+    return (int(g[0]), int(g[1])) if g else image.size
 
 
 @dataclass
@@ -318,6 +331,40 @@ def split_keys(keys: Any) -> tuple[str, ...]:
     return tuple(aliases.get(p.lower(), p.lower()) for p in parts if p)
 
 
+def _starred_patch(
+    image: Image.Image,
+    model_size: tuple[int, int],
+    points: Sequence[Point],
+    labels: Sequence[str] | None,
+    scale: float,
+) -> tuple[Image.Image, tuple[int, int]]:
+    """(patch, (left, top)): the part of the model-size copy of ``image`` that stars at
+    ``points`` change, computed as today's path computes it (stars drawn at full resolution,
+    then shrunk with Pillow's bicubic, the adapter's filter for shrinks) but only over the
+    stars' extent: a small full-resolution crop is drawn on and resampled onto exactly the
+    model grid (``box=``), so the patch matches the whole-image resize pixel for pixel, up to
+    rounding, and a shrunk star keeps today's soft look instead of a sharp 1-px outline."""
+    W, H = image.size
+    mw, mh = model_size
+    sx, sy = mw / W, mh / H
+    ext = landmark_extent((W, H), points, labels, scale)
+    left, top = min(b.left for b in ext), min(b.top for b in ext)
+    right, bottom = max(b.right for b in ext), max(b.bottom for b in ext)
+    # Output pixels the stars can reach (bicubic support: 2 output pixels each side), and the
+    # full-resolution pixels their filters read (2 / s each side, plus a pixel for rounding).
+    ml, mt = max(0, int(left * sx) - 3), max(0, int(top * sy) - 3)
+    mr, mb = min(mw, int(right * sx) + 4), min(mh, int(bottom * sy) + 4)
+    cx, cy = int(2 / sx) + 2, int(2 / sy) + 2
+    fl, ft = max(0, int(ml / sx) - cx), max(0, int(mt / sy) - cy)
+    fr, fb = min(W, int(mr / sx) + cx + 1), min(H, int(mb / sy) + cy + 1)
+    crop = image.crop((fl, ft, fr, fb))
+    if crop.mode != "RGB":
+        crop = crop.convert("RGB")
+    draw_landmarks(crop, points, labels, scale=scale, origin=(fl, ft), frame=(W, H), in_place=True)
+    box = (ml / sx - fl, mt / sy - ft, mr / sx - fl, mb / sy - ft)
+    return crop.resize((mr - ml, mb - mt), Image.Resampling.BICUBIC, box=box), (ml, mt)
+
+
 # ------------------------------------------------------------------ the adapter
 class VlmAdapter:
     """A GroundingModel over a :class:`~adapters.backend.ChatBackend` for one model family.
@@ -330,6 +377,8 @@ class VlmAdapter:
 
     name: str = "vlm"
     frame: Frame = "absolute"
+    # A bound for callers that keep many screenshots alive (entries also go with their images).
+    resized_cache_size: int = 256
     default_history_images: int = 0
     default_resize: ResizeSpec = ResizeSpec(28, 4 * 28 * 28, 16384 * 28 * 28)
 
@@ -366,9 +415,9 @@ class VlmAdapter:
         # Tell the model a view is magnified. Off by default: the official templates do not,
         # and a view is then just a screenshot to the model, as in the paper.
         self.zoom_note = bool(zoom_note)
-        # The last few resized images, keyed by the identity of the image given: a round asks
-        # several questions about one screenshot, and resizing 4K costs ~0.2 s each time.
-        # Given images are treated as immutable: the core draws stars on copies.
+        # Resized images, keyed by the identity of the image given, each dropped when that image
+        # is: a round asks several questions about one screenshot, and resizing 4K costs ~0.1 s
+        # each time. Given images are treated as immutable: the core draws stars on copies.
         self._resized: OrderedDict[int, tuple[weakref.ref, Resized]] = OrderedDict()
         self._resized_lock = threading.Lock()  # _prepare resizes in worker threads
 
@@ -544,11 +593,22 @@ class VlmAdapter:
                 self._resized.move_to_end(id(image))
                 return hit[1]
         r = resize_for_model(image, self.resize.factor, self.resize.min_pixels, self.resize.max_pixels)
+        if r.image is image:  # already the model's size: nothing to keep (it would keep the image alive)
+            return r
+        key = id(image)
         with self._resized_lock:
-            self._resized[id(image)] = (weakref.ref(image), r)
-            while len(self._resized) > 8:
+            # The copy lives as long as the image it was made from (every request about one
+            # screenshot reuses it, however many samples are in flight) and goes with it.
+            self._resized[key] = (weakref.ref(image, lambda ref, k=key: self._forget(k, ref)), r)
+            while len(self._resized) > self.resized_cache_size:
                 self._resized.popitem(last=False)
         return r
+
+    def _forget(self, key: int, ref: weakref.ref) -> None:
+        with self._resized_lock:
+            hit = self._resized.get(key)
+            if hit is not None and hit[0] is ref:
+                del self._resized[key]
 
     async def _prepare(self, image: Image.Image) -> tuple[Image.Image, tuple[int, int], dict[str, str]]:
         # Resizing a 4K screenshot costs ~0.1 s of CPU: in a worker thread, so the event loop
@@ -561,6 +621,41 @@ class VlmAdapter:
         ms = r.image.size
         ew, eh = model_extent(self.frame, ms)
         return r.image, ms, {"frame_note": self.frame_note(ms), "width": f"{ew:.0f}", "height": f"{eh:.0f}"}
+
+    async def annotate(
+        self,
+        image: Image.Image,
+        points: Sequence[Point],
+        labels: Sequence[str] | None = None,
+        *,
+        scale: float = 1.0,
+    ) -> Image.Image:
+        """``image`` with numbered stars at ``points`` (pixels of ``image``), drawn on the copy
+        at the model's size (the cached one the other requests about ``image`` use): one copy of
+        the model-size image, no full-resolution copy, no resize of the annotated image. Stars
+        and tags are sized relative to ``image`` and shrunk with it, so the model sees what a
+        star drawn on ``image`` and resized with it would look like (core ``AnnotatingModel``)."""
+        return await asyncio.to_thread(self._annotate, image, list(points), labels, scale)
+
+    def _annotate(
+        self, image: Image.Image, points: list[Point], labels: Sequence[str] | None, scale: float
+    ) -> Image.Image:
+        given = given_size(image)
+        base = self._resize_cached(image).image
+        sx, sy = base.width / given[0], base.height / given[1]
+        if base.size == image.size or not points:
+            out = draw_landmarks(base, points, labels, scale=scale)
+        elif min(sx, sy) >= 0.95 or image.size != given:
+            # About the model's size (a 4K screenshot at 3836x2156): draw straight on the copy.
+            # Pillow draws in edge coordinates (pixel i spans [i, i + 1)), as resampling maps
+            # them: a plain scale puts the star where resizing a full-resolution star would.
+            mapped = [Point(p.x * sx, p.y * sy) for p in points]
+            out = draw_landmarks(base.copy(), mapped, labels, scale=scale, reference=given, in_place=True)
+        else:
+            out = base.copy()
+            out.paste(*_starred_patch(image, base.size, points, labels, scale))
+        out.info[GIVEN_SIZE_KEY] = given
+        return out
 
     async def model_image(self, image: Image.Image) -> Image.Image:
         """``image`` at exactly the size the model sees (cached per image)."""
@@ -625,10 +720,12 @@ class VlmAdapter:
     async def act(self, image: Image.Image, query: Query, *, zoomed: bool = False) -> ModelReply:
         """The next action on ``image``; its points are in pixels of ``image``."""
         resized = await self.model_image(image)
+        given = given_size(image)
         kind = "agent" if query.mode == "agent" else "grounding"
-        prompt = await self.task_prompt_async(kind, resized, image.size, query, zoomed)
+        prompt = await self.task_prompt_async(kind, resized, given, query, zoomed)
+        del resized  # the prompt holds it until the backend has encoded it
         answer, continuation, usage = await self.ask(prompt)
-        action = self._parse_answer(answer, continuation, image.size)
+        action = self._parse_answer(answer, continuation, given)
         return ModelReply(answer, action=action, point=action.point if action else None, usage=usage)
 
     async def task_prompt_async(
@@ -652,13 +749,16 @@ class VlmAdapter:
         """A focal point in pixels of ``image``, away from ``avoid`` (stars or listed). The
         answer may be "(x, y)" (the paper's format), an action, or any bare coordinates."""
         resized, ms, v = await self._prepare(image)
-        v = self._own_vars(query, image.size, v)
-        v["avoid_block"] = self._avoid_block(avoid, avoid_on_image, image.size)
+        given = given_size(image)
+        v = self._own_vars(query, given, v)
+        v["avoid_block"] = self._avoid_block(avoid, avoid_on_image, given)
         v["point_format"] = self.point_format()
         text = render("rf_focal.txt", **v).rstrip("\n")
-        answer, _, usage = await self.ask(Prompt(self.own_messages(resized, text)), temperature)
-        action = self.parse_action(answer, *image.size)
-        point = self.parse_point(answer, *image.size)
+        prompt = Prompt(self.own_messages(resized, text))
+        del resized
+        answer, _, usage = await self.ask(prompt, temperature)
+        action = self.parse_action(answer, *given)
+        point = self.parse_point(answer, *given)
         return ModelReply(answer, action=action, point=point, usage=usage)
 
     def point_format(self) -> str:
@@ -668,10 +768,13 @@ class VlmAdapter:
     async def judge(self, image: Image.Image, query: Query, point: Point) -> ModelReply:
         """Is the starred ``point`` (pixels of ``image``) right? Sets ``verdict``."""
         resized, ms, v = await self._prepare(image)
-        v = self._own_vars(query, image.size, v)
-        v["point"] = self.fmt_point(*self.to_model(point, image.size))
+        given = given_size(image)
+        v = self._own_vars(query, given, v)
+        v["point"] = self.fmt_point(*self.to_model(point, given))
         text = render("rf_judge.txt", **v).rstrip("\n")
-        answer, _, usage = await self.ask(Prompt(self.own_messages(resized, text)))
+        prompt = Prompt(self.own_messages(resized, text))
+        del resized
+        answer, _, usage = await self.ask(prompt)
         return ModelReply(answer, verdict=parse_verdict(answer), usage=usage)
 
     async def choose(
@@ -680,7 +783,8 @@ class VlmAdapter:
         """Pick an option by number; ``choice`` None when unreadable. An answer that gives a
         point instead of a number picks the candidate nearest to it, if one is close enough."""
         resized, ms, v = await self._prepare(image)
-        v = self._own_vars(query, image.size, v)
+        given = given_size(image)
+        v = self._own_vars(query, given, v)
         starred = [o.number for o in options if o.on_image]
         stars_note = ""
         if starred:
@@ -692,15 +796,17 @@ class VlmAdapter:
             stars_note += v["frame_note"] + "\n"
         v.update(
             stars_note=stars_note,
-            options_block="\n".join(self.describe_option(o, image.size) for o in options),
+            options_block="\n".join(self.describe_option(o, given) for o in options),
             last=str(options[-1].number) if options else "1",
         )
         text = render("rf_choose.txt" if retry == 0 else "rf_choose_retry.txt", **v).rstrip("\n")
-        answer, _, usage = await self.ask(Prompt(self.own_messages(resized, text)))
+        prompt = Prompt(self.own_messages(resized, text))
+        del resized
+        answer, _, usage = await self.ask(prompt)
         valid = [o.number for o in options]
         choice = parse_choice(answer, valid)
         if choice is None:
-            choice = self._choice_by_point(answer, options, image.size)
+            choice = self._choice_by_point(answer, options, given)
         return ModelReply(answer, choice=choice, usage=usage)
 
     def _choice_by_point(self, answer: str, options: Sequence[Option], size: tuple[int, int]) -> int | None:
@@ -717,14 +823,15 @@ class VlmAdapter:
     async def propose_box(self, image: Image.Image, query: Query, focal: Point | None) -> ModelReply:
         """A region likely to contain the target, in pixels of ``image`` (predict-region)."""
         resized, ms, v = await self._prepare(image)
-        v = self._own_vars(query, image.size, v)
+        given = given_size(image)
+        v = self._own_vars(query, given, v)
         focal_note = ""
         if focal is not None:
-            focal_note = f"The target is probably near {self.fmt_point(*self.to_model(focal, image.size))}.\n"
+            focal_note = f"The target is probably near {self.fmt_point(*self.to_model(focal, given))}.\n"
         v["focal_note"] = focal_note
         text = render("rf_region.txt", **v).rstrip("\n")
         answer, _, usage = await self.ask(Prompt(self.own_messages(resized, text)))
-        return ModelReply(answer, box=self.parse_box(answer, *image.size), usage=usage)
+        return ModelReply(answer, box=self.parse_box(answer, *given), usage=usage)
 
     # ---- what the test-time strategies ask beyond the GroundingModel protocol
     def image_tokens(self, size: tuple[int, int]) -> int:
