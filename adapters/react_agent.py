@@ -303,9 +303,11 @@ def format_command(action: Action) -> str:
     if t == ActionType.SCROLL:
         return f"SCROLL_{(action.direction or 'down').upper()}_COORDS {xy(action.point)}"
     if t == ActionType.HOTKEY:
-        inv = {v: k for k, v in KEYS.items()}
-        key = inv.get(tuple(action.keys), "+".join(action.keys))
-        return f"PRESS_KEY {key if not key.startswith('<') else key.capitalize()}"
+        # Appendix B spells the keys "<Enter>", "<Backspace>", "C-a", ...
+        shown = {
+            v: (k[0] + k[1:].capitalize() if k.startswith("<") else k.capitalize()) for k, v in KEYS.items()
+        }
+        return f"PRESS_KEY {shown.get(tuple(action.keys), '+'.join(action.keys))}"
     if t == ActionType.TYPE:
         return f"TYPE_TEXT {json.dumps(action.text, ensure_ascii=False)}"
     if t == ActionType.FINISHED:
