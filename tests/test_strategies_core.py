@@ -540,3 +540,25 @@ def test_registry_and_listing(capsys):
     assert strategies_command([]) == 0
     out = capsys.readouterr().out
     assert all(name in out for name in STRATEGIES) and "arXiv:2411.13591" in out
+
+
+def test_triggered_reads_live_effects_like_the_agent():
+    from regionfocus.triggers import Effect
+
+    t = Triggered(ReGround(), ("no-effect", "repeat"))
+    quiet = run(t, TargetModel(), near_miss())
+    assert quiet.calls == [] and any("not triggered" in n for n in quiet.notes)
+    t.observe(near_miss(), Effect(changed=False))  # the executed click changed nothing
+    fired = run(t, TargetModel(), near_miss())
+    assert [c.kind for c in fired.calls] == ["reground"] and fired.steps[0]["fired"] == "no-effect"
+    t.observe(near_miss(), Effect(changed=True))  # a new screen: the slate is clean
+    assert run(t, TargetModel(), click(10, 10)).calls == []
+
+
+def test_fill_zoom_upsamples_the_crop_toward_the_full_screen_view_and_maps_back_exactly():
+    m = TargetModel()
+    res = run(ReGround(side=256, zoom="fill"), m, near_miss())
+    (call,) = res.calls
+    # 256 px crop, scaled until one side reaches the 960 x 540 the model sees of the screen
+    assert call.image_size == [540, 540] and m.seen[0].size == (540, 540)
+    assert exact(res.point)

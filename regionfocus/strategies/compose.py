@@ -173,6 +173,7 @@ class Triggered:
         *,
         views: ViewSource | None = None,
     ) -> StrategyResult:
+        t0 = time.perf_counter()
         ledger = Ledger(self.name, model, baseline)
         proposed = baseline if baseline is not None and baseline.point is not None else None
         state = TriggerState(proposed, list(self.recent), self.last_effect)
@@ -186,8 +187,10 @@ class Triggered:
             result = ledger.result
             result.action = baseline
             ledger.note("not triggered: the baseline stands")
+            result.wall_s = time.perf_counter() - t0
             return result
         inner = await self.inner.run(model, screenshot, instruction, baseline, views=views)
+        inner.wall_s = time.perf_counter() - t0
         inner.strategy = self.name
         inner.calls = ledger.result.calls + inner.calls
         inner.steps = ledger.result.steps + inner.steps
