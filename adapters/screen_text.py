@@ -146,9 +146,14 @@ class ScreenText:
         want = " ".join(label.split()).lower()
         if ": [" in want:
             want = want.split(": [", 1)[0]
-        for key in (lambda e: e.label.lower(), lambda e: " ".join(e.text.split()).lower()):
+        bare = want.strip("'\"")
+        for key in (
+            lambda e: e.label.lower(),
+            lambda e: e.label.lower().strip("'\""),
+            lambda e: " ".join(e.text.split()).lower(),
+        ):
             for e in self.elements:
-                if key(e) == want or key(e) == want.strip("'\""):
+                if key(e) in (want, bare):
                     return e
         return None
 

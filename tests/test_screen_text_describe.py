@@ -1,0 +1,151 @@
+"""Screen-to-text on a form drawn with PIL: the real rapidocr engine, the OpenCV detector, the
+paper's merge rules and observation layout, and the describe-screen command."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from PIL import Image, ImageDraw, ImageFont
+
+from adapters.describe_cli import describe_screen_command
+from adapters.screen_text import ScreenElement, ScreenText, describe_screen, scale_box
+from adapters.ui_detect import ElementDetector, OpenCvDetector
+from regionfocus.geometry import Box
+
+BORDER = (118, 118, 118)
+
+
+def _font(size=22):
+    return ImageFont.truetype("DejaVuSans.ttf", size)
+
+
+def form() -> Image.Image:
+    """Controls drawn the way Chromium draws them, in a known layout (top to bottom)."""
+    im = Image.new("RGB", (520, 620), "white")
+    d = ImageDraw.Draw(im)
+    f = _font()
+    d.text((10, 10), "Please sign in", fill="black", font=f)  # plain text, top
+    # button with a label
+    d.rounded_rectangle((10, 60, 150, 110), radius=6, fill=(239, 239, 239), outline=BORDER, width=2)
+    d.text((40, 72), "Submit", fill="black", font=f)
+    # text field holding a value
+    d.rectangle((10, 130, 300, 175), fill="white", outline=BORDER, width=2)
+    d.text((20, 140), "alice", fill="black", font=f)
+    # text area (tall) holding a sentence
+    d.rectangle((10, 195, 400, 300), fill="white", outline=BORDER, width=2)
+    d.text((20, 205), "hello world", fill="black", font=f)
+    # checkbox (ticked) + label, radio (empty) + label
+    d.rounded_rectangle((12, 322, 38, 348), radius=3, fill="white", outline=BORDER, width=2)
+    d.line((17, 335, 24, 343, 34, 326), fill="black", width=4)
+    d.text((50, 322), "Remember", fill="black", font=f)
+    d.ellipse((12, 372, 38, 398), fill="white", outline=BORDER, width=2)
+    d.text((50, 372), "Guest", fill="black", font=f)
+    # dropdown: a field with a chevron at its right end
+    d.rounded_rectangle((10, 420, 300, 462), radius=4, fill="white", outline=BORDER, width=2)
+    d.text((20, 430), "Norway", fill="black", font=f)
+    d.line((270, 436, 278, 446, 286, 436), fill="black", width=3)
+    # a sentence with one blue, underlined link word
+    d.text((10, 500), "Read the", fill="black", font=f)
+    x = 10 + d.textlength("Read the ", font=f)
+    d.text((x, 500), "terms", fill=(0, 0, 238), font=f)
+    w = d.textlength("terms", font=f)
+    d.line((x, 526, x + w, 526), fill=(0, 0, 238), width=2)
+    return im
+
+
+@pytest.fixture(scope="module")
+def screen() -> ScreenText:
+    return describe_screen(form())
+
+
+def _by_kind(screen: ScreenText, kind: str) -> list[ScreenElement]:
+    return [e for e in screen.elements if e.kind == kind]
+
+
+def test_kinds_and_merge_rules(screen):
+    labels = [e.label for e in screen.elements]
+    assert "'Submit' button" in labels
+    assert "text field containing 'alice'" in labels
+    assert "text area containing the text 'hello world'" in labels
+    assert "checkbox 'Remember' (checked)" in labels
+    assert "radio button 'Guest'" in labels
+    assert "dropdown showing 'Norway'" in labels
+    assert "'terms' link" in labels
+    # Text merged into a control leaves the OCR list; labels of boxes stay (clickable too).
+    texts = [e.text for e in screen.texts]
+    assert "Submit" not in texts and "alice" not in texts and "Norway" not in texts
+    assert "Remember" in texts and "Please sign in" in texts
+
+
+def test_boxes_are_in_image_pixels_and_sorted_by_y(screen):
+    button = _by_kind(screen, "button")[0]
+    assert button.box.contains(Box(10, 60, 150, 110).center)
+    assert abs(button.box.left - 10) <= 3 and abs(button.box.bottom - 110) <= 3
+    link = _by_kind(screen, "link")[0]
+    assert 500 <= link.box.center.y <= 530 and link.box.left > 80  # only the blue word
+    tops = [round(e.box.top) for e in screen.elements]
+    assert tops == sorted(tops)
+
+
+def test_observation_layout_follows_the_paper(screen):
+    text = screen.to_text()
+    ocr, det = text.split("\n\nObject Detector:\n")
+    assert ocr.startswith("OCR:\n'Please sign in': [")
+    assert "'Submit' button: [" in det
+    merged = screen.to_text(layout="merged").splitlines()
+    assert len(merged) == len(screen.elements)
+    doubled = screen.to_text(to_model=scale_box(2.0))
+    b = _by_kind(screen, "button")[0].box
+    assert f"'Submit' button: [{round(2 * b.left)}, {round(2 * b.top)}," in doubled
+    with pytest.raises(ValueError, match="layout"):
+        screen.to_text(layout="html")
+
+
+def test_find_and_at(screen):
+    assert screen.find("'Submit' button").kind == "button"
+    assert screen.find("text field containing 'alice': [1, 2, 3, 4]").text == "alice"
+    assert screen.find("Remember").kind == "text"
+    assert screen.find("nothing like this") is None
+    hit = screen.at(_by_kind(screen, "checkbox")[0].box.center)
+    assert hit[0].kind == "checkbox"
+
+
+def test_ignore_regions_and_a_custom_detector():
+    image = form()
+    st = describe_screen(image, ignore=[Box(0, 0, 520, 50)])
+    assert all(e.text != "Please sign in" for e in st.elements)
+
+    class NoControls:
+        def detect(self, image, lines):
+            return []
+
+    assert isinstance(NoControls(), ElementDetector) and isinstance(OpenCvDetector(), ElementDetector)
+    plain = describe_screen(image, detector=NoControls())
+    assert plain.controls == [] and any(e.text == "Submit" for e in plain.texts)
+
+
+def test_quotes_and_bad_input():
+    e = ScreenElement("button", "Don't", Box(0, 0, 10, 10))
+    assert e.label == '"Don\'t" button'
+    with pytest.raises(TypeError, match="PIL image"):
+        describe_screen("shot.png")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="too small"):
+        describe_screen(Image.new("RGB", (1, 1)))
+
+
+def test_describe_screen_command(tmp_path, capsys):
+    path = tmp_path / "form.png"
+    form().save(path)
+    assert describe_screen_command([str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("OCR:\n") and "'Submit' button: [" in out
+    assert describe_screen_command([str(path), "--json", "--ignore", "0,0,520,50"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["size"] == [520, 620]
+    assert any(e["label"] == "'Submit' button" for e in data["elements"])
+    with pytest.raises(SystemExit):
+        describe_screen_command([str(tmp_path / "missing.png")])
+    assert "no such image" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        describe_screen_command([str(path), "--ignore", "1,2,3"])
