@@ -84,16 +84,14 @@ def reader_model(body: dict) -> str:
     return _answer([], "no idea")
 
 
-def bad_model(body: dict) -> str:
-    """Answers that never help: prose, then clicks on empty space, then broken JSON."""
-    n = sum(1 for m in body["messages"] if m["role"] == "user")
-    text = body["messages"][-1]["content"]
-    if "Executed actions" not in text:
-        return "I think I should click something, maybe the button?"
-    return (
-        '{"thoughts": {"text": "x"}, "commands": [{"name": "CLICK_COORDS", "args": {"coords": [470, 550]}}]}'
-        * (n % 2)
-        or "{not json"
+def prose_model(body: dict) -> str:
+    return "I think I should click something, maybe the button?"
+
+
+def blank_clicker(body: dict) -> str:
+    """Clicks empty space below the task, every time (view requests included)."""
+    return json.dumps(
+        {"thoughts": {"text": "x"}, "commands": [{"name": "CLICK_COORDS", "args": {"coords": [400, 520]}}]}
     )
 
 
@@ -133,19 +131,28 @@ async def test_reader_model_solves_click_type_and_multistep_tasks(browser, serve
     await backend.aclose()
 
 
-async def test_bad_model_ends_in_recorded_failures(browser, server):
-    server.set_responder(bad_model)
+async def test_bad_models_end_in_recorded_failures(browser, server):
     backend = OpenAIBackend([server.base_url], model="bad", max_retries=0)
+    server.set_responder(prose_model)
     rec = await run_episode(browser, backend, "click-button", 5, EvalConfig(max_steps=3))
-    assert not rec.success
+    assert not rec.success and rec.llm_steps == 1
     assert rec.error.startswith("no next action"), rec.error
-    assert rec.llm_steps == 1
-    # A server that fails outright is a recorded failure as well.
+    # Clicks that change nothing, with the text RegionFocus round after each: still a failure,
+    # recorded with every executed command and its outcome.
+    server.set_responder(blank_clicker)
+    rec2 = await run_episode(browser, backend, "enter-text", 5, EvalConfig(max_steps=2, regionfocus=True))
+    assert not rec2.success and rec2.error == "no reward within 2 model steps"
+    executed = [e for s in rec2.steps for e in s["executed"]]
+    assert executed[0] == {"command": "CLICK_COORDS [400, 520]", "outcome": "no visible effect"}
+    assert any(e["command"].startswith("RegionFocus: CLICK_COORDS") for e in executed)
+    trace = rec2.steps[0]["regionfocus"][0]
+    assert len(trace["views"]) == 4 and trace["failed"] == [[400.0, 520.0]]
+    # An empty answer ends the episode too.
     server.set_responder(lambda body: "")
-    rec2 = await run_episode(browser, backend, "enter-text", 5, EvalConfig(max_steps=2))
-    assert not rec2.success and rec2.error
-    table = success_table([rec, rec2], label="bad", n_step=frozenset())
-    assert "0.000" in table
+    rec3 = await run_episode(browser, backend, "click-link", 5, EvalConfig(max_steps=2))
+    assert not rec3.success and rec3.error.startswith("no next action")
+    table = success_table([rec, rec2, rec3], label="bad", n_step=frozenset())
+    assert "0.000" in table and "  3  " in table
     await backend.aclose()
 
 
