@@ -54,10 +54,13 @@ def qwen_responder(body: dict) -> Reply:
     (img,) = request_images(body)
     x, y = find(img)
     words = len(request_text(body).split())
+    prompt_tokens = image_tokens_of(img) + words
     if "<element>" in request_text(body):
-        return Reply.text("The <element>green save button</element> in the <area>top toolbar</area>.")
+        plan = "The <element>green save button</element> in the <area>top toolbar</area>."
+        return Reply.text(plan, prompt_tokens=prompt_tokens)
     if '"result"' in request_text(body):
-        return Reply.text('It is the marked one. {"result": "is_target", "new_instruction": null}')
+        check = 'It is the marked one. {"result": "is_target", "new_instruction": null}'
+        return Reply.text(check, prompt_tokens=prompt_tokens)
     cont = f"{x}, {y}]}}}}\n</tool_call>"
     if not body.get("continue_final_message"):
         cont = (
@@ -85,7 +88,7 @@ def qwen_responder(body: dict) -> Reply:
     return Reply(
         content=cont,
         choices=choices if n > 1 or body.get("logprobs") else None,
-        prompt_tokens=image_tokens_of(img) + words,
+        prompt_tokens=prompt_tokens,
         completion_tokens=len(cont.split()) * n,
     )
 
@@ -150,3 +153,6 @@ def test_gui_rc_and_screenseeker_over_http(server):
         kinds[0] == "plan[d0]" and kinds[-1].startswith("check") and seek.point.distance(TARGET.center) <= 3
     )
     assert seek.calls[0].image_tokens == model.image_tokens((3840, 2160))
+    # our count of each image's tokens matches the server's (which counts the image it received):
+    # what is left of the prompt is the words alone, not thousands of unexplained tokens
+    assert all(c.text_tokens is not None and 0 < c.text_tokens < 1000 for c in seek.calls)
