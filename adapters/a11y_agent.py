@@ -78,22 +78,28 @@ class A11yAgent:
         return size
 
     def _lines(self, image: Image.Image, query: Query) -> tuple[list[TextLine], list[A11yElement]]:
-        """The visible labelled elements as lines in pixels of ``image``, and the elements."""
-        if self._size is None:
+        """The visible labelled elements as lines in pixels of ``image``, and the elements. The
+        tree comes with the query (``query.elements``: a live loop passes each screen's) or from
+        :meth:`set_elements`."""
+        elements = tuple(query.elements) or self._elements
+        # A query's tree is in pixels of the screenshot the query is about: ``image`` itself,
+        # unless the request is about a view of it.
+        size = image.size if query.elements else self._size
+        if size is None or not elements:
             return [], []
         w, h = image.size
         if query.view is not None:
             to_img = query.view.screen_to_view
-        elif image.size == self._size:
+        elif image.size == size:
             to_img = None
         else:
-            sx, sy = w / self._size[0], h / self._size[1]
+            sx, sy = w / size[0], h / size[1]
 
             def to_img(p: Point) -> Point:
                 return Point(p.x * sx, p.y * sy)
 
         lines, els = [], []
-        for e in self._elements:
+        for e in elements:
             label = normalize_space(e.label)
             if not label or not e.visible or e.box is None or e.box.area <= 0:
                 continue
@@ -137,8 +143,8 @@ class A11yAgent:
             return self._reply(
                 f"type({parsed.value!r})", t0, action=Action(ActionType.TYPE, text=parsed.value)
             )
-        if self._size is None:
-            return self._reply("no accessibility tree was given (set_elements)", t0)
+        if self._size is None and not query.elements:
+            return self._reply("no accessibility tree was given (query.elements or set_elements)", t0)
         lines, els = self._lines(image, query)
         ranked = self._matches(parsed, query.instruction, lines, els)
         if not ranked or ranked[0][0] < self.act_threshold:

@@ -7,7 +7,9 @@ import os
 
 from regionfocus.model import GroundingModel
 
-AGENTS = ("ocr", "uitars-1.0", "uitars-1.5", "qwen2.5-vl", "qwen3-vl")
+AGENTS = ("ocr", "a11y", "uitars-1.0", "uitars-1.5", "qwen2.5-vl", "qwen3-vl")
+# Agents that run in this process on the CPU and need no server.
+LOCAL_AGENTS = ("ocr", "a11y")
 
 
 def add_agent_arguments(parser: argparse.ArgumentParser, default_agent: str = "ocr") -> None:
@@ -15,7 +17,8 @@ def add_agent_arguments(parser: argparse.ArgumentParser, default_agent: str = "o
     g.add_argument(
         "--agent",
         default=default_agent,
-        help=f"model family: {', '.join(AGENTS)} or a registered name (default: {default_agent}, runs on the CPU)",
+        help=f"model family: {', '.join(AGENTS)} or a registered name (default: {default_agent}; ocr and "
+        "a11y run on the CPU: a11y reads the page's accessibility tree, browsing only)",
     )
     g.add_argument(
         "--base-url",
@@ -83,6 +86,8 @@ def build_model(args: argparse.Namespace, concurrency: int = 1) -> GroundingMode
     if args.agent == "ocr":
         opts = {"budget": args.ocr_budget} if args.ocr_budget else {}
         return get_adapter("ocr", **opts)
+    if args.agent in LOCAL_AGENTS:
+        return get_adapter(args.agent)
     if args.backend == "hf":
         if not args.model or not os.path.isdir(args.model):
             raise ValueError(

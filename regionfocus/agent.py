@@ -25,7 +25,7 @@ from .model import GroundingModel, Query, Verdict
 from .orchestrator import RegionFocus
 from .screen import same_screen, screen_signature
 from .trace import CallRecord, RefineResult, record_call
-from .triggers import Effect, NoAction, NoEffect, Repeat, SelfJudge, TriggerState, any_of
+from .triggers import Effect, NoAction, NoEffect, NoTarget, Repeat, SelfJudge, TriggerState, any_of
 from .views import ViewSource
 
 
@@ -223,9 +223,11 @@ class RegionFocusAgent:
         proposed = reply.action if reply else None
         text = reply.text if reply else ""
         cfg = self.config
-        trigger = any_of(
-            [NoAction(), Repeat(cfg.repeat_k, cfg.repeat_radius)], TriggerState(proposed, self.recent)
-        )
+        triggers = [NoAction(), Repeat(cfg.repeat_k, cfg.repeat_radius)]
+        if cfg.no_target_trigger:
+            triggers.append(NoTarget())
+        state = TriggerState(proposed, self.recent, elements=query.elements)
+        trigger = any_of(triggers, state)
         if trigger and self._may_refine():
             repeated = trigger == "repeat" and proposed is not None and proposed.point is not None
             if repeated and cfg.star_agent_failures:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from .config import RegionFocusConfig
 from .layout import LayoutProposer
 from .proposals import BoxProposer, FixedRatioProposer, PredictRegionProposer
+from .proposals_a11y import A11yProposer
 
 
 def build_proposer(config: RegionFocusConfig) -> BoxProposer:
@@ -19,6 +20,8 @@ def build_proposer(config: RegionFocusConfig) -> BoxProposer:
         return fixed
     if config.proposer == "predict-region":
         return PredictRegionProposer(config.min_box_size)
+    if config.proposer == "a11y":
+        return A11yProposer(min_size=config.min_box_size, ratios=config.ratios)
     if config.proposer == "layout":
         return LayoutProposer(min_size=config.min_box_size, fallback=fixed)
     if config.proposer == "sam":

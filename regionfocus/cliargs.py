@@ -69,9 +69,11 @@ def add_regionfocus_arguments(parser: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--trigger",
-        choices=("judge", "always", "never"),
+        choices=("judge", "always", "never", "no-target"),
         dest="static_trigger",
-        help="static mode: when RegionFocus runs (default: when the self-judge rejects)",
+        help="static mode: when RegionFocus runs (default: when the self-judge rejects); "
+        "no-target (live mode, opt-in, beside the default triggers): also run it before executing a "
+        "click that lands on no interactive element of the page's accessibility tree",
     )
     g.add_argument(
         "--judge-unknown",
@@ -85,6 +87,9 @@ def add_regionfocus_arguments(parser: argparse.ArgumentParser) -> None:
 def config_from_args(args: argparse.Namespace) -> RegionFocusConfig:
     """The resolved config: defaults, then the --config file, then explicit flags."""
     cfg = RegionFocusConfig.from_toml(args.config) if getattr(args, "config", None) else RegionFocusConfig()
+    if getattr(args, "static_trigger", None) == "no-target":  # a live trigger, not a static mode
+        args.static_trigger = None
+        cfg = cfg.replace(no_target_trigger=True)
     if getattr(args, "text_history", False):
         for flag in ("history", "aggregation"):
             if getattr(args, flag, None) == "image":

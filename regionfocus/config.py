@@ -19,13 +19,13 @@ else:  # pragma: no cover
 
 from .geometry import DEFAULT_RATIOS
 
-PROPOSERS = ("fixed", "layout", "sam", "predict-region")
+PROPOSERS = ("fixed", "layout", "sam", "predict-region", "a11y")
 
 
 @dataclass
 class RegionFocusConfig:
     # Boxes around the focal point.
-    proposer: Literal["fixed", "layout", "sam", "predict-region"] = "fixed"
+    proposer: Literal["fixed", "layout", "sam", "predict-region", "a11y"] = "fixed"
     ratios: tuple[tuple[float, float], ...] = DEFAULT_RATIOS
     min_box_size: float = 64.0  # px; SAM / layout / predict-region boxes never smaller
     sam_checkpoint: str | None = None  # path to a segment-anything checkpoint (user supplied)
@@ -52,6 +52,9 @@ class RegionFocusConfig:
     # Triggers.
     static_trigger: Literal["judge", "always", "never"] = "judge"
     judge_unknown: Literal["reject", "accept"] = "reject"  # what an unreadable verdict means
+    # Live mode, opt-in: a predicted click that lands on no interactive element of the screen's
+    # accessibility tree runs RegionFocus before the click is executed (needs a tree).
+    no_target_trigger: bool = False
     repeat_k: int = 2  # the same action this many times in a row on one screen triggers
     repeat_radius: float = 12.0  # px
     # Rounds and caps.

@@ -78,6 +78,7 @@ class Environment(Protocol):
         """Where the environment is (a page address; empty when it has none)."""
         ...
 
-    def info(self) -> dict[str, Any]:
-        """Anything else it offers the agent about the current screen (e.g. a structure tree)."""
+    async def info(self) -> dict[str, Any]:
+        """What else it offers about the current screen: ``"elements"``, the accessibility tree
+        (:class:`regionfocus.a11y.A11yElement`, boxes in screenshot pixels) when it has one."""
         ...

@@ -109,11 +109,18 @@ _ENDINGS = {ActionType.FINISHED: "finished", ActionType.CALL_USER: "call_user"}
 
 
 async def run_episode(
-    agent: RegionFocusAgent, env: Environment, limits: Limits, recorder: Recorder | None = None
+    agent: RegionFocusAgent,
+    env: Environment,
+    limits: Limits,
+    recorder: Recorder | None = None,
+    *,
+    observation: str = "screenshot",
 ) -> Episode:
     """Run one task in ``env`` to its end. Never raises for the task's own trouble (a page that
     will not load, a crash, an exception of the environment or the model): that is an ending
-    with ``reason="error"``. Cancellation propagates."""
+    with ``reason="error"``. Cancellation propagates. ``observation``: what the agent is shown
+    besides the screenshot (``Query.observation``); the environment's tree, when it offers one,
+    travels in ``Query.elements``."""
     t0 = time.perf_counter()
     agent.reset()
     episode = Episode("", Ended("error", error="not started"))
@@ -124,7 +131,7 @@ async def run_episode(
         shot = await env.observe()
         while True:
             limits.check(len(episode.steps))
-            step = await _step(agent, env, episode, shot, tuple(turns), views)
+            step = await _step(agent, env, episode, shot, tuple(turns), views, observation)
             if recorder is not None:
                 recorder.step(step, views.take())
             else:
@@ -145,10 +152,14 @@ async def run_episode(
     return episode
 
 
-async def _step(agent, env, episode: Episode, shot, turns, views) -> Step:
+async def _step(agent, env, episode: Episode, shot, turns, views, observation: str) -> Step:
     ts = time.perf_counter()
     url = env.url
-    decision = await agent.step(shot, Query(episode.instruction, "agent", url=url, turns=turns), views=views)
+    elements = tuple((await env.info()).get("elements") or ())
+    query = Query(
+        episode.instruction, "agent", url=url, turns=turns, elements=elements, observation=observation
+    )
+    decision = await agent.step(shot, query, views=views)
     step = Step(len(episode.steps) + 1, shot, url, decision)
     episode.steps.append(step)
     action = decision.action

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from PIL import Image
 
@@ -54,6 +54,10 @@ class Query:
     chat turns; others: history lines), coordinates always in their own frame.
     ``view``: set on a request about a zoomed view; maps screenshot pixels to pixels of the
     view, so history coordinates are written in the view's own frame.
+    ``elements``: the screen's accessibility tree when the environment offers one
+    (:class:`regionfocus.a11y.A11yElement`, boxes in screenshot pixels): for agents that read
+    structure, the a11y box proposer and the no-target trigger. ``observation``: what the agent
+    is shown ("screenshot", "a11y", "compressed-a11y", "screenshot+compressed-a11y").
     """
 
     instruction: str
@@ -61,6 +65,8 @@ class Query:
     url: str = ""
     turns: tuple[Turn, ...] = ()
     view: ViewTransform | None = None
+    elements: tuple[Any, ...] = ()
+    observation: str = "screenshot"
 
 
 @dataclass(frozen=True)
@@ -82,6 +88,10 @@ class Usage:
     completion_tokens: int | None = None
     error: str | None = None
     endpoint: str | None = None
+    # Transport cost, when the backend measures it: CPU seconds spent encoding this request's
+    # images (0 when all were encoded for an earlier request) and their bytes as sent.
+    encode_s: float | None = None
+    image_bytes: int | None = None
 
 
 @dataclass

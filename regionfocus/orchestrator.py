@@ -69,7 +69,7 @@ class RegionFocus:
                 result.focal_source = "fallback-prediction" if fallback_point else "fallback-center"
             result.focal = clamp_point(focal, size)
 
-        ctx = ProposalContext(screenshot, result.focal, query, self.model)
+        ctx = ProposalContext(screenshot, result.focal, query, self.model, elements=query.elements)
         result.boxes = await self.proposer.propose(ctx)
         calls += [CallRecord.from_reply(kind, r) for kind, r in ctx.replies]
         if not result.boxes:  # predict-region without a usable box: a failed round, said so

@@ -77,7 +77,7 @@ class ButtonWorld:
     def url(self) -> str:
         return f"world://screen/{self.screens}"
 
-    def info(self) -> dict:
+    async def info(self) -> dict:
         return {}
 
 

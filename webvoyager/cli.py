@@ -121,6 +121,14 @@ def build_parser() -> argparse.ArgumentParser:
         default="accept",
         help="what to do with JavaScript alert/confirm/prompt dialogs (always recorded; default accept)",
     )
+    g.add_argument(
+        "--observation",
+        choices=OBSERVATIONS,
+        default="screenshot",
+        help="what the agent reads: the screenshot (default), the page's accessibility tree "
+        "linearized (a11y, the A11y-Compressor paper's baseline) or compressed (compressed-a11y), "
+        "or the screenshot with the compressed tree; text observations let text-only models browse",
+    )
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
     g.add_argument(
         "--retry-errors",
@@ -131,6 +139,19 @@ def build_parser() -> argparse.ArgumentParser:
     add_agent_arguments(p)
     add_regionfocus_arguments(p)
     return p
+
+
+OBSERVATIONS = ("screenshot", "a11y", "compressed-a11y", "screenshot+compressed-a11y")
+
+
+def reads_tree(args: argparse.Namespace, rf_config) -> bool:
+    """Whether a run needs the page's accessibility tree at every step."""
+    return (
+        args.observation != "screenshot"
+        or args.agent == "a11y"
+        or rf_config.proposer == "a11y"
+        or rf_config.no_target_trigger
+    )
 
 
 def _safe_url(url: str) -> str:
@@ -208,6 +229,8 @@ def run_main(argv: list[str]) -> int:
         "temperature": args.temperature,
         "regionfocus_version": __version__,
     }
+    if args.observation != "screenshot":  # pinned only when used: earlier folders resume
+        config["observation"] = args.observation
     run_dir = RunDir(args.out, retry_errors=args.retry_errors)
     try:
         run_dir.open(config)
@@ -222,6 +245,8 @@ def run_main(argv: list[str]) -> int:
         allow_domains=tuple(args.allow_domain),
         progress=not args.no_progress,
         env_overrides={"dialogs": args.dialogs},
+        observation=args.observation,
+        read_tree=reads_tree(args, rf_config),
     )
 
     async def go() -> None:

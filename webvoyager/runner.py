@@ -48,6 +48,11 @@ class RunSettings:
     progress: bool = True
     env_overrides: dict = field(default_factory=dict)
     keep_screens: int = 8
+    # What the agent is shown ("screenshot", "a11y", "compressed-a11y",
+    # "screenshot+compressed-a11y"), and whether the page's accessibility tree is read at every
+    # step (a text observation, the a11y agent, the a11y proposer or the no-target trigger).
+    observation: str = "screenshot"
+    read_tree: bool = False
 
     def env_config(self, task: WebTask) -> EnvConfig:
         return EnvConfig(
@@ -121,8 +126,11 @@ async def run_task(
     """Run one task (or MiniWoB++ episode) to its end and return its record. Never raises for
     page-side trouble: it ends up in the record's ``error``."""
     recorder = _TaskRecorder(task, folder)
-    task_env = TaskEnv(env, task, task_zoom=settings.task_zoom, episode_ms=settings.episode_ms)
-    episode = await run_episode(agent, task_env, Limits(settings.max_steps, settings.keep_screens), recorder)
+    task_env = TaskEnv(
+        env, task, task_zoom=settings.task_zoom, episode_ms=settings.episode_ms, a11y=settings.read_tree
+    )
+    limits = Limits(settings.max_steps, settings.keep_screens)
+    episode = await run_episode(agent, task_env, limits, recorder, observation=settings.observation)
     ending, steps = episode.ending, recorder.steps
     if ending.reason == "error" and ending.error and not ending.error.startswith("page crashed"):
         log.warning("task %s failed: %s", task.id, ending.error)

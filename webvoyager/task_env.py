@@ -29,12 +29,14 @@ class TaskEnv:
         *,
         task_zoom: float = miniwob.DEFAULT_ZOOM,
         episode_ms: int = miniwob.DEFAULT_EPISODE_MS,
+        a11y: bool = False,
     ):
         self.browser = browser_env
         self.task = task
         self.task_zoom = task_zoom
         self.episode_ms = episode_ms
         self.views = browser_env.zoom
+        self.a11y = a11y  # read the page's accessibility tree at every step
 
     async def start(self) -> str:
         if self.task.kind == "miniwob":
@@ -60,5 +62,11 @@ class TaskEnv:
         page = self.browser.page
         return page.url if page is not None else ""
 
-    def info(self) -> dict[str, Any]:
-        return {}
+    async def info(self) -> dict[str, Any]:
+        page = self.browser.page
+        if not self.a11y or page is None:
+            return {}
+        from .a11y_tree import snapshot  # CDP; only runs that read the tree pay for it
+
+        snap = await snapshot(page)
+        return {"elements": snap.elements, "viewport": snap.viewport}
