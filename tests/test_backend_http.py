@@ -48,7 +48,7 @@ async def test_reply_text_tokens_latency_and_endpoint(server):
     # chat_server counts 5 words + 100 per image for the prompt, 2 words for the answer.
     assert out.usage.prompt_tokens == 105
     assert out.usage.completion_tokens == 2
-    assert 0.15 <= out.usage.latency_s < 3.0
+    assert out.usage.latency_s >= 0.15  # the server's delay is in it (no upper bound: a loaded machine)
     assert out.usage.endpoint == server.base_url
     assert out.usage.error is None
 
