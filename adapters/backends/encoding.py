@@ -15,10 +15,15 @@ from __future__ import annotations
 
 import base64
 import io
+import itertools
+import os
+import tempfile
 import threading
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 from PIL import Image
 
@@ -152,3 +157,126 @@ class ImageEncoder:
     def clear(self) -> None:
         with self._lock:
             self._cache.clear()
+
+
+# ------------------------------------------------------------------ local transport (file:// URLs)
+_LOCAL_FORMATS = {"bmp": ("BMP", ".bmp"), "png": ("PNG", ".png")}
+
+
+@dataclass
+class _LocalFile:
+    path: Path
+    refs: int
+
+
+class _Hold:
+    """See :meth:`LocalFiles.hold`."""
+
+
+class LocalFiles:
+    """Images written once to a folder the server reads, sent as ``file://`` URLs.
+
+    For a client on the same machine as the server: vLLM reads such URLs when started with
+    ``--allowed-local-media-path`` naming a folder that holds ``folder`` (see
+    ``regionfocus serve-command``). ``image_format``: ``bmp`` (uncompressed: a memory copy to
+    write, a memory copy to read; the default) or ``png`` (the fast lossless encoder, ~4x fewer
+    bytes on disk). Both are lossless. Each file is written in a fresh subfolder of ``folder``
+    (``/dev/shm`` by default: memory, never a disk) and removed when nothing needs it any more:
+    the image it was written from is gone and no request that carries it is in flight
+    (reference counts: the image holds one until it is collected, each request one until its
+    answer). :meth:`close` removes whatever is left.
+    """
+
+    def __init__(self, folder: str | os.PathLike | None = None, image_format: str = "bmp") -> None:
+        fmt = image_format.lower()
+        if fmt not in _LOCAL_FORMATS:
+            raise ValueError(
+                f"local image format must be one of {', '.join(_LOCAL_FORMATS)}; got {image_format!r}"
+            )
+        base = (
+            Path(folder)
+            if folder is not None
+            else Path("/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir())
+        )
+        if not base.is_dir():
+            raise ValueError(f"local media folder {str(base)!r} does not exist or is not a folder")
+        self.folder = Path(tempfile.mkdtemp(prefix="regionfocus-media-", dir=base)).resolve()
+        self.image_format = fmt
+        self._files: dict[str, _LocalFile] = {}
+        self._lock = threading.Lock()
+        self._names = itertools.count()
+
+    def write(self, image: Image.Image) -> tuple[str, int]:
+        """Write ``image`` once; returns (file URL, bytes written). The image holds a reference
+        until it is collected."""
+        pil_format, suffix = _LOCAL_FORMATS[self.image_format]
+        path = self.folder / f"{next(self._names):08d}{suffix}"
+        img = image if image.mode in ("RGB", "RGBA", "L") else image.convert("RGB")
+        if self.image_format == "png" and img.mode in ("RGB", "RGBA", "L"):
+            data = _fast_png(img)
+            if data is not None:
+                path.write_bytes(data)
+            else:
+                img.save(path, format=pil_format, compress_level=1)
+        else:
+            img.save(path, format=pil_format)
+        url = path.as_uri()
+        with self._lock:
+            self._files[url] = _LocalFile(path, 1)
+        weakref.finalize(image, self.release, url)
+        return url, path.stat().st_size
+
+    def owns(self, url: str) -> bool:
+        with self._lock:
+            return url in self._files
+
+    def acquire(self, url: str) -> bool:
+        """A request carrying ``url`` holds it until :meth:`release`; False if unknown/gone."""
+        with self._lock:
+            f = self._files.get(url)
+            if f is None:
+                return False
+            f.refs += 1
+            return True
+
+    def release(self, url: str) -> None:
+        with self._lock:
+            f = self._files.get(url)
+            if f is None:
+                return
+            f.refs -= 1
+            if f.refs > 0:
+                return
+            del self._files[url]
+        f.path.unlink(missing_ok=True)
+
+    def hold(self, url: str) -> object | None:
+        """A token that keeps ``url``'s file until the token is collected (put in a message
+        part that stands in for the image, so a resent message still finds its file)."""
+        if not self.acquire(url):
+            return None
+        token = _Hold()
+        weakref.finalize(token, self.release, url)
+        return token
+
+    def read(self, url: str) -> Image.Image:
+        """The image behind one of our file URLs (for the data-URL fallback)."""
+        path = Path(unquote(urlparse(url).path))
+        with Image.open(path) as im:
+            return im.convert("RGB") if im.mode not in ("RGB", "RGBA", "L") else im.copy()
+
+    @property
+    def live(self) -> int:
+        """Files still on disk (tests and benchmarks read it)."""
+        with self._lock:
+            return len(self._files)
+
+    def close(self) -> None:
+        with self._lock:
+            files, self._files = list(self._files.values()), {}
+        for f in files:
+            f.path.unlink(missing_ok=True)
+        try:
+            self.folder.rmdir()
+        except OSError:
+            pass

@@ -19,14 +19,17 @@ import json
 import logging
 import os
 import random
+import threading
 import time
-from dataclasses import dataclass
+import weakref
+from collections import OrderedDict
+from dataclasses import dataclass, field
 from typing import Any
 
 from regionfocus.model import Usage
 
 from ..backend import ChatResponse, Message
-from .encoding import ImageEncoder
+from .encoding import ImageEncoder, LocalFiles
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +95,19 @@ class OpenAIBackend:
     seconds plus jitter, or the server's Retry-After on 429. ``image_format``: png (lossless,
     default), jpeg or webp at ``image_quality``. ``extra_body``: sent with every request (e.g.
     vLLM's ``{"top_k": 1}``).
+
+    ``local_media_dir`` (or :meth:`use_local_media`): the local transport, for a client on the
+    server's machine. Each image is written once under that folder (``local_format`` bmp:
+    uncompressed, or png) and sent as a ``file://`` URL, which vLLM reads when started with
+    ``--allowed-local-media-path`` naming a folder that holds it. A server that refuses the
+    URL (HTTP 400) gets the request again with data URLs; when that goes through, the backend
+    sends data URLs from then on (logged once).
+
+    Each request's usage carries ``encode_s`` (CPU seconds this request spent encoding or
+    writing its images; 0 when every image was already encoded for an earlier request) and
+    ``image_bytes`` (bytes of its images as sent: data URL characters or file sizes). Once an
+    image part is encoded it is replaced, in the caller's message, by its ``image_url`` part,
+    so the PIL image can be freed while the request waits for its answer.
     """
 
     def __init__(
@@ -108,6 +124,8 @@ class OpenAIBackend:
         image_format: str = "png",
         image_quality: int = 90,
         extra_body: dict[str, Any] | None = None,
+        local_media_dir: str | None = None,
+        local_format: str = "bmp",
     ) -> None:
         urls = [base_urls] if isinstance(base_urls, str) else list(base_urls)
         if not urls or not all(isinstance(u, str) and u.startswith(("http://", "https://")) for u in urls):
@@ -128,6 +146,13 @@ class OpenAIBackend:
         self.max_backoff = float(max_backoff)
         self.extra_body = dict(extra_body or {})
         self.encoder = ImageEncoder(image_format, image_quality)
+        self.local: LocalFiles | None = None
+        self._local_ok = True
+        self._local_urls: OrderedDict[int, tuple[weakref.ref, str]] = OrderedDict()
+        self._local_lock = threading.Lock()
+        self._local_size: dict[str, int] = {}
+        if local_media_dir is not None:
+            self.use_local_media(local_media_dir, local_format)
         # vLLM and SGLang accept any key when started without --api-key; "EMPTY" is their convention.
         self._api_key = os.environ.get(api_key_env) or "EMPTY"
         self._secret = self._api_key if self._api_key != "EMPTY" else None
@@ -148,6 +173,13 @@ class OpenAIBackend:
         """Requests answered successfully per base URL."""
         return {e.base_url: e.served for e in self._endpoints}
 
+    def use_local_media(self, folder: str | None = None, image_format: str = "bmp") -> LocalFiles:
+        """Send images as ``file://`` URLs of files written under ``folder`` (see the class
+        notes); ``None``: /dev/shm."""
+        self.local = LocalFiles(folder, image_format)
+        self._local_ok = True
+        return self.local
+
     # -- public API ------------------------------------------------------------------------------
     async def complete(
         self,
@@ -160,11 +192,8 @@ class OpenAIBackend:
         """One chat completion. ``usage.latency_s`` is the wall time of the whole call (queueing
         and retries included); ``usage.endpoint`` the base URL that answered. Raises
         :class:`BackendError` once retries are spent or on a non-retryable 4xx."""
-        started = time.perf_counter()
-        kwargs = await asyncio.to_thread(
-            self.request_kwargs, messages, max_tokens=max_tokens, temperature=temperature, **sampling
-        )
-        text, usage = await self._create(kwargs, _completion_text, started)
+        options = {"max_tokens": max_tokens, "temperature": temperature, **sampling}
+        text, usage = await self._send(messages, options, _completion_text)
         return ChatResponse(text=text, usage=usage)
 
     async def complete_n(
@@ -182,17 +211,56 @@ class OpenAIBackend:
         for the request. Retries and errors as :meth:`complete`."""
         if n < 1:
             raise ValueError(f"complete_n: n must be >= 1, got {n}")
-        started = time.perf_counter()
         extra = {"n": int(n), **({"logprobs": True} if logprobs else {}), **sampling}
-        kwargs = await asyncio.to_thread(
-            self.request_kwargs, messages, max_tokens=max_tokens, temperature=temperature, **extra
-        )
-        return await self._create(kwargs, _completion_choices, started)
+        options = {"max_tokens": max_tokens, "temperature": temperature, **extra}
+        return await self._send(messages, options, _completion_choices)
+
+    async def _send(self, messages: list[Message], options: dict[str, Any], parse: Any) -> tuple[Any, Usage]:
+        """Build the body (images encoded in a worker thread), send it with retries, and fall
+        back from file:// to data URLs once when the server refuses local files."""
+        started = time.perf_counter()
+        local = self.local is not None and self._local_ok
+        kwargs, stats = await asyncio.to_thread(self._build, messages, options, local)
+        try:
+            try:
+                parsed, usage = await self._create(kwargs, parse, started)
+            except BackendError as e:
+                if not (stats.files and e.status == 400):
+                    raise
+                # Only a request that goes through with data URLs shows that file:// was what
+                # the server refused (vLLM without --allowed-local-media-path answers 400).
+                kwargs, again = await asyncio.to_thread(self._build, messages, options, False)
+                stats.encode_s += again.encode_s
+                stats.image_bytes = again.image_bytes
+                parsed, usage = await self._create(kwargs, parse, started)
+                if self._local_ok:
+                    self._local_ok = False
+                    log.warning(
+                        "the server refused images as file:// URLs (HTTP 400: %s) and accepted data URLs; "
+                        "sending data URLs from now on. Start vLLM with --allowed-local-media-path %s "
+                        "to use the local transport.",
+                        e,
+                        self.local.folder.parent if self.local else "",
+                    )
+        finally:
+            if self.local is not None:
+                for url in stats.files:
+                    self.local.release(url)
+        usage.encode_s = round(stats.encode_s, 6)
+        usage.image_bytes = stats.image_bytes
+        return parsed, usage
 
     async def _create(self, kwargs: dict[str, Any], parse: Any, started: float) -> tuple[Any, Usage]:
         """One request with retries; ``parse(completion)`` runs inside the retry (a malformed
         body is retried). Returns (parsed, usage)."""
+        from openai.types.chat import ChatCompletion
+
         semaphore = self._bind_loop()
+        # The JSON body as ``create`` would send it, posted through the client's documented
+        # ``post`` (its retries, errors and parsing stay): ``create`` first walks every message
+        # part with typing introspection, ~20 ms of CPU per request with images, a quarter of
+        # the client's CPU at a ~1 MP model size (benchmarks/throughput.py).
+        body = {**{k: v for k, v in kwargs.items() if k != "extra_body"}, **kwargs.get("extra_body", {})}
         attempts = 0
         while True:
             attempts += 1
@@ -203,7 +271,12 @@ class OpenAIBackend:
                     endpoint.in_flight += 1
                     try:
                         completion = await asyncio.wait_for(
-                            endpoint.client.chat.completions.create(**kwargs, timeout=self.timeout),
+                            endpoint.client.post(
+                                "/chat/completions",
+                                cast_to=ChatCompletion,
+                                body=body,
+                                options={"timeout": self.timeout},
+                            ),
                             timeout=self.timeout,
                         )
                     finally:
@@ -247,10 +320,20 @@ class OpenAIBackend:
     ) -> dict[str, Any]:
         """The arguments of ``chat.completions.create`` for this request: named parameters, and
         everything else (vLLM's ``continue_final_message``, ``top_k``, ...) in ``extra_body``,
-        which the client merges into the JSON body. Images are encoded here."""
+        which the client merges into the JSON body. Images are encoded here (data URLs)."""
+        options = {"max_tokens": max_tokens, "temperature": temperature, **sampling}
+        return self._build(messages, options, False)[0]
+
+    def _build(
+        self, messages: list[Message], options: dict[str, Any], local: bool
+    ) -> tuple[dict[str, Any], _WireStats]:
+        stats = _WireStats()
+        options = dict(options)
+        max_tokens, temperature = options.pop("max_tokens", 512), options.pop("temperature", 0.0)
+        sampling = options
         kwargs: dict[str, Any] = {
             "model": self.model,
-            "messages": self._to_wire(messages),
+            "messages": self._to_wire(messages, stats, local),
             "max_tokens": int(max_tokens),
             "temperature": float(temperature),
         }
@@ -262,7 +345,7 @@ class OpenAIBackend:
                 extra[name] = value
         if extra:
             kwargs["extra_body"] = extra
-        return kwargs
+        return kwargs, stats
 
     def request_body(self, messages: list[Message], **options: Any) -> dict[str, Any]:
         """The JSON body the server receives (``extra_body`` merged in, as the client sends it)."""
@@ -270,6 +353,9 @@ class OpenAIBackend:
         return {**{k: v for k, v in kwargs.items() if k != "extra_body"}, **kwargs.get("extra_body", {})}
 
     async def aclose(self) -> None:
+        if self.local is not None:
+            self.local.close()
+            self._local_urls.clear()
         for endpoint in self._endpoints:
             if endpoint.client is not None:
                 await endpoint.client.close()
@@ -320,8 +406,45 @@ class OpenAIBackend:
             text = text.replace(self._secret, "***")
         return text
 
-    def _to_wire(self, messages: list[Message]) -> list[dict[str, Any]]:
-        """Our messages with every ``{"type": "image", "image": PIL}`` part as an image_url part."""
+    def _image_url(self, image: Any, stats: _WireStats, local: bool) -> str:
+        """The URL one image travels as; its encoding cost and size go into ``stats``."""
+        c0 = time.thread_time()
+        if local and self.local is not None:
+            url = self._local_file(image)
+            stats.files.append(url)  # acquired in _local_file: held until the answer
+            stats.image_bytes += self._local_size.get(url, 0)
+        else:
+            url = self.encoder.data_url(image)
+            stats.image_bytes += len(url)
+        stats.encode_s += time.thread_time() - c0
+        return url
+
+    def _local_file(self, image: Any) -> str:
+        """The file URL of ``image``, written on first use (cached per image object, like the
+        data-URL encoder) and acquired for the calling request."""
+        key = id(image)
+        with self._local_lock:
+            hit = self._local_urls.get(key)
+            if hit is not None and hit[0]() is image and self.local.acquire(hit[1]):
+                return hit[1]
+            url, size = self.local.write(image)
+            self.local.acquire(url)
+            self._local_size[url] = size
+            self._local_urls[key] = (weakref.ref(image), url)
+            while len(self._local_urls) > 64:
+                self._local_urls.popitem(last=False)
+            while len(self._local_size) > 1024:
+                self._local_size.pop(next(iter(self._local_size)))
+        return url
+
+    def _to_wire(
+        self, messages: list[Message], stats: _WireStats | None = None, local: bool = False
+    ) -> list[dict[str, Any]]:
+        """Our messages with every ``{"type": "image", "image": PIL}`` part as an image_url part
+        (data URLs, or file:// URLs when ``local``). An image part is replaced in the caller's
+        message too, so the image can be freed while the request waits; an image_url part with
+        one of our own file URLs is re-acquired (local) or turned back into a data URL."""
+        stats = stats if stats is not None else _WireStats()
         wire = []
         for i, message in enumerate(messages):
             if not isinstance(message, dict) or "role" not in message:
@@ -332,7 +455,30 @@ class OpenAIBackend:
                 for j, part in enumerate(content):
                     kind = part.get("type") if isinstance(part, dict) else None
                     if kind == "image":
-                        url = self.encoder.data_url(part["image"])
+                        url = self._image_url(part["image"], stats, local)
+                        wired = {"type": "image_url", "image_url": {"url": url}}
+                        parts.append(wired)
+                        # The caller's message keeps the URL instead of the image, so the image
+                        # can be freed while the request waits; a file URL carries a hold on its
+                        # file for as long as the message lives (it may be sent again).
+                        if local and self.local is not None:
+                            content[j] = {**wired, "hold": self.local.hold(url)}
+                        else:
+                            content[j] = wired
+                    elif (
+                        kind == "image_url"
+                        and self.local is not None
+                        and self.local.owns(str(part.get("image_url", {}).get("url", "")))
+                    ):
+                        url = part["image_url"]["url"]
+                        if local and self.local.acquire(url):
+                            stats.files.append(url)
+                            stats.image_bytes += self._local_size.get(url, 0)
+                        else:  # the data-URL fallback: the file still exists, we hold it
+                            c0 = time.thread_time()
+                            url = self.encoder.data_url(self.local.read(url))
+                            stats.encode_s += time.thread_time() - c0
+                            stats.image_bytes += len(url)
                         parts.append({"type": "image_url", "image_url": {"url": url}})
                     elif kind in ("text", "image_url"):
                         parts.append(part)
@@ -341,6 +487,16 @@ class OpenAIBackend:
                 message = {**message, "content": parts}
             wire.append(message)
         return wire
+
+
+@dataclass
+class _WireStats:
+    """What building one request body cost: CPU seconds encoding/writing images, bytes of
+    images as sent, and the local files it holds until its answer."""
+
+    encode_s: float = 0.0
+    image_bytes: int = 0
+    files: list[str] = field(default_factory=list)
 
 
 def _completion_text(completion: Any) -> str:
