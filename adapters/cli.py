@@ -57,6 +57,13 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument(
         "--model-path", default=None, help="checkpoint folder or hub id (default: the family's 7B/8B)"
     )
+    sp.add_argument(
+        "--local-media-path",
+        default=None,
+        metavar="DIR",
+        help="client on the same machine: let the server read images from DIR "
+        "(--allowed-local-media-path; run the client with --local-media-dir DIR, e.g. /dev/shm)",
+    )
     return p
 
 
@@ -132,7 +139,7 @@ async def show_prompt(
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "serve-command":
-        print(serve_command(args.model, args.model_path))
+        print(serve_command(args.model, args.model_path, args.local_media_path))
         return 0
     if args.command == "show-prompt":
         import asyncio

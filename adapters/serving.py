@@ -28,15 +28,24 @@ COMMON_FLAGS = [
 ]
 
 
-def serve_command(adapter_name: str, model_path: str | None = None) -> str:
+def serve_command(
+    adapter_name: str, model_path: str | None = None, local_media_path: str | None = None
+) -> str:
     """A shell line that starts vLLM's OpenAI-compatible server for ``adapter_name``.
 
     The adapter resizes images itself to a size the server's processor keeps as is, so no
-    pixel flags are needed; send temperature 0 explicitly (the adapters do)."""
+    pixel flags are needed; send temperature 0 explicitly (the adapters do).
+
+    ``local_media_path``: a folder the server may read images from
+    (``--allowed-local-media-path``), for a client on the same machine that sends images as
+    ``file://`` URLs (``regionfocus screenspot-pro --local-media-dir`` under that folder): no
+    encoding and no base64 on either side. vLLM refuses file URLs outside that folder; the
+    client then falls back to data URLs."""
     key = adapter_name.strip().lower()
     if key not in VLM_FAMILIES:
         raise ValueError(
             f"no server needed or known for adapter {adapter_name!r}; serve-command knows: {', '.join(VLM_FAMILIES)}"
         )
     model = model_path or DEFAULT_MODELS[key]
-    return shlex.join(["vllm", "serve", model, *COMMON_FLAGS])
+    local = ["--allowed-local-media-path", local_media_path] if local_media_path else []
+    return shlex.join(["vllm", "serve", model, *COMMON_FLAGS, *local])

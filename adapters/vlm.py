@@ -723,7 +723,7 @@ class VlmAdapter:
         given = given_size(image)
         kind = "agent" if query.mode == "agent" else "grounding"
         prompt = await self.task_prompt_async(kind, resized, given, query, zoomed)
-        del resized  # the prompt holds it until the backend has encoded it
+        del resized, image  # the prompt holds it until the backend has encoded it, then lets it go
         answer, continuation, usage = await self.ask(prompt)
         action = self._parse_answer(answer, continuation, given)
         return ModelReply(answer, action=action, point=action.point if action else None, usage=usage)

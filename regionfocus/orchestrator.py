@@ -80,17 +80,21 @@ class RegionFocus:
         target = cfg.view_target or self.model.input_size(size)
         source = views or StaticViews(screenshot, cfg.max_zoom, fit=self.model.input_size)
         shown = await asyncio.gather(*(source.view(b, target) for b in result.boxes))
-        replies = await asyncio.gather(
-            *(
-                record_call(
-                    calls,
-                    f"candidate[{i}]",
-                    self.model.act(v.image, replace(query, view=v.transform), zoomed=True),
-                )
-                for i, v in enumerate(shown)
-            )
-        )
         result.views = [v.describe() for v in shown]
+        # Each view image goes with its request (a backend may let it go once it is encoded):
+        # the round keeps only the transforms, not four model-size images until the choice.
+        asks = [
+            record_call(
+                calls,
+                f"candidate[{i}]",
+                self.model.act(v.image, replace(query, view=v.transform), zoomed=True),
+            )
+            for i, v in enumerate(shown)
+        ]
+        for v in shown:
+            v.image = None
+        replies = await asyncio.gather(*asks)
+        del asks
         for i, (view, reply) in enumerate(zip(shown, replies, strict=True)):
             if reply is None or reply.action is None:
                 continue

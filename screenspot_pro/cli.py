@@ -116,6 +116,26 @@ def run_parser() -> argparse.ArgumentParser:
         "results_<name>.json and a row of the comparison in summary.md and report.html. "
         "Default: regionfocus",
     )
+    r.add_argument(
+        "--image-workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="samples decoding their screenshot at once, apart from --concurrency (default: CPU count)",
+    )
+    r.add_argument(
+        "--local-media-dir",
+        metavar="DIR",
+        help="client on the server's machine: write images once under DIR and send file:// URLs "
+        "(the server needs --allowed-local-media-path DIR; see `regionfocus serve-command "
+        "--local-media-path`); a server that refuses them gets data URLs",
+    )
+    r.add_argument(
+        "--local-format",
+        choices=("bmp", "png"),
+        default="bmp",
+        help="files of --local-media-dir: bmp (uncompressed, default) or png (lossless, ~4x smaller)",
+    )
     add_agent_arguments(p)
     add_regionfocus_arguments(p)
     return p
@@ -196,6 +216,11 @@ def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
     owned = model is None  # a model the caller passed in is the caller's to close
     if model is None:
         model = build_model(args, concurrency=args.concurrency)
+        if args.local_media_dir:
+            backend = getattr(model, "backend", None)
+            if not hasattr(backend, "use_local_media"):
+                raise ValueError("--local-media-dir needs an HTTP agent (--base-url)")
+            backend.use_local_media(args.local_media_dir, args.local_format)
     invocation = {
         "limit": args.limit,
         "timeout": args.timeout,
@@ -219,6 +244,7 @@ def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
                 progress=False if args.no_progress else None,
                 retry_errors=args.retry_errors,
                 strategies=strategies,
+                image_workers=args.image_workers,
             )
         finally:
             if owned:

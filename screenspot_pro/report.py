@@ -238,6 +238,7 @@ def summary_markdown(
         f"- Model calls: {s['calls_per_sample']:.2f} ({s['failed_calls']} failed calls in total)",
         f"- Tokens: {s['prompt_tokens_per_sample']:.0f} prompt, {s['completion_tokens_per_sample']:.0f} completion",
         f"- Seconds: {s['seconds_per_sample']:.2f} wall, {s['model_seconds_per_sample']:.2f} summed over model calls",
+        *_peak_rss_line(records),
         "",
     ]
     if peer_names(records):
@@ -588,3 +589,10 @@ def html_report(
         + cards
     )
     return page("ScreenSpot-Pro run", body)
+
+
+def _peak_rss_line(records: Sequence[dict[str, Any]]) -> list[str]:
+    """The client's peak resident memory: each record carries its process's peak when it
+    finished (resumed runs: the largest of every session's)."""
+    peaks = [r["peak_rss_mb"] for r in records if isinstance(r.get("peak_rss_mb"), (int, float))]
+    return [f"- Client peak RSS: {max(peaks):.0f} MB"] if peaks else []
