@@ -102,7 +102,7 @@ def test_identical_candidates_are_merged():
 
 
 async def test_unparseable_selection_is_not_silently_candidate_1():
-    assert parse_choice("The second star looks best, I think") is None
+    assert parse_choice("One of the stars looks best, I think") is None
     assert parse_choice("Choice: 3") == 3
     screen = Image.new("RGB", (1000, 800), "white")
     model = ScriptedModel(
