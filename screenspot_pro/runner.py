@@ -25,10 +25,11 @@ from regionfocus.agent import RegionFocusAgent, StaticPrediction
 from regionfocus.config import RegionFocusConfig
 from regionfocus.model import GroundingModel
 from regionfocus.runlog import RunFolder
+from regionfocus.strategies.regionfocus_strategy import prediction_costs
 
 from .dataset import Sample
 from .metrics import CORRECT, WRONG, correctness
-from .strategies import BASELINE, REGIONFOCUS, peer_rows, prediction_costs, run_peers, totals
+from .strategies import BASELINE, REGIONFOCUS, peer_rows, run_peers, totals
 
 
 def action_point(action: Action | None) -> list[float] | None:

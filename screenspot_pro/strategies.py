@@ -23,7 +23,7 @@ from PIL import Image, ImageDraw, ImageFont
 from regionfocus.agent import StaticPrediction
 from regionfocus.model import GroundingModel
 from regionfocus.strategies import STRATEGIES, get_strategy
-from regionfocus.strategy import CostedCall, StrategyResult, costed
+from regionfocus.strategy import CostedCall, StrategyResult
 
 from .metrics import CORRECT, correctness
 
@@ -48,21 +48,6 @@ def resolve(spec: str | None) -> tuple[str, ...]:
             "(or 'all'; `regionfocus strategies` lists them)"
         )
     return tuple(dict.fromkeys(names))
-
-
-def prediction_costs(pred: StaticPrediction, size: tuple[int, int], model: Any) -> list[CostedCall]:
-    """Every call of the one-pass prediction (baseline, judge, RegionFocus rounds), costed: a
-    candidate request by the size of its view, the others by the screenshot's."""
-    out = [costed(rec, size, model) for rec in pred.calls]
-    for rnd in pred.rounds:
-        view_sizes = [tuple(v["size"]) for v in rnd.views]
-        for rec in rnd.calls:
-            size_of = size
-            if rec.kind.startswith("candidate["):
-                n = int(rec.kind[len("candidate[") : -1])
-                size_of = view_sizes[n] if n < len(view_sizes) else None
-            out.append(costed(rec, size_of, model))
-    return out
 
 
 def totals(calls: Sequence[CostedCall]) -> dict[str, Any]:

@@ -15,10 +15,10 @@ from typing import Any
 from PIL import Image
 
 from ..actions import Action
-from ..agent import RegionFocusAgent
+from ..agent import RegionFocusAgent, StaticPrediction
 from ..config import RegionFocusConfig
 from ..model import GroundingModel, ModelReply, Query
-from ..strategy import Ledger, StrategyResult
+from ..strategy import CostedCall, Ledger, StrategyResult, costed
 from ..views import ViewSource
 
 SUPPLIED = "(baseline supplied by the caller)"
@@ -42,6 +42,21 @@ class _Primed:
             point = self._baseline.point if self._baseline is not None else None
             return ModelReply(SUPPLIED, action=self._baseline, point=point)
         return await self._model.act(image, query, zoomed=zoomed)
+
+
+def prediction_costs(pred: StaticPrediction, size: tuple[int, int], model: Any) -> list[CostedCall]:
+    """Every call of a static prediction (baseline, judge, RegionFocus rounds) with its cost: a
+    candidate request by the size of its view, the others by the screenshot's ``size``."""
+    out = [costed(rec, size, model) for rec in pred.calls]
+    for rnd in pred.rounds:
+        view_sizes = [tuple(v["size"]) for v in rnd.views]
+        for rec in rnd.calls:
+            size_of: tuple[int, int] | None = size
+            if rec.kind.startswith("candidate["):
+                n = int(rec.kind[len("candidate[") : -1])
+                size_of = view_sizes[n] if n < len(view_sizes) else None
+            out.append(costed(rec, size_of, model))
+    return out
 
 
 class RegionFocusStrategy:
@@ -69,18 +84,10 @@ class RegionFocusStrategy:
         pred = await RegionFocusAgent(_Primed(model, screenshot, baseline), self.config).predict(
             screenshot, instruction
         )
-        size = screenshot.size
-        for rec in pred.calls:
-            if rec.text != SUPPLIED:
-                ledger.add(rec, size)
+        ledger.result.calls += [
+            c for c in prediction_costs(pred, screenshot.size, model) if c.text != SUPPLIED
+        ]
         for i, rnd in enumerate(pred.rounds):
-            view_sizes = [tuple(v["size"]) for v in rnd.views]
-            for rec in rnd.calls:
-                size_of = size
-                if rec.kind.startswith("candidate["):
-                    n = int(rec.kind[len("candidate[") : -1])
-                    size_of = view_sizes[n] if n < len(view_sizes) else None
-                ledger.add(rec, size_of)
             ledger.step(round=i + 1, **{k: v for k, v in rnd.to_dict().items() if k != "calls"})
         ledger.step(verdict=pred.verdict.value if pred.verdict else None, trigger=pred.trigger)
         result = ledger.result
