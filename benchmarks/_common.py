@@ -195,6 +195,11 @@ def load_screens(
 def image_size_from_data_url(url: str) -> tuple[int, int]:
     """(W, H) of a base64 data-URL image from its header only (PNG, JPEG, WebP): decoding a
     few KB instead of the whole image keeps the stand-in server cheap."""
+    if url.startswith("file://"):  # the local transport: the file's header, as a server reads it
+        from urllib.parse import unquote, urlparse
+
+        with Image.open(unquote(urlparse(url).path)) as im:
+            return im.size
     _, _, data = url.partition(",")
     head = base64.b64decode(data[:16384])
     with Image.open(io.BytesIO(head)) as im:

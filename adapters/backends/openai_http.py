@@ -151,6 +151,8 @@ class OpenAIBackend:
         self._local_urls: OrderedDict[int, tuple[weakref.ref, str]] = OrderedDict()
         self._local_lock = threading.Lock()
         self._local_size: dict[str, int] = {}
+        # Running totals over every request answered (benchmarks read them).
+        self.sent = {"requests": 0, "image_bytes": 0, "encode_s": 0.0}
         if local_media_dir is not None:
             self.use_local_media(local_media_dir, local_format)
         # vLLM and SGLang accept any key when started without --api-key; "EMPTY" is their convention.
@@ -248,6 +250,9 @@ class OpenAIBackend:
                     self.local.release(url)
         usage.encode_s = round(stats.encode_s, 6)
         usage.image_bytes = stats.image_bytes
+        self.sent["requests"] += 1
+        self.sent["image_bytes"] += stats.image_bytes
+        self.sent["encode_s"] += stats.encode_s
         return parsed, usage
 
     async def _create(self, kwargs: dict[str, Any], parse: Any, started: float) -> tuple[Any, Usage]:
