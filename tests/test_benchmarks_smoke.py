@@ -125,3 +125,18 @@ def test_throughput_and_scale_out_print_their_rows(capsys):
     rows = table_rows(out, "Scale-out")
     assert [r[1] for r in rows] == ["1", "2"] and all(r[3] == "0" for r in rows)
     assert re.fullmatch(r"\d+\.\d\dx", rows[1][-1])
+
+
+@pytest.mark.slow
+def test_client_cpu_prints_every_transport(capsys):
+    from benchmarks import client_cpu
+
+    client_cpu.main(
+        ["--size", "560x420", "--max-pixels", "0", "--samples", "1", "--repeats", "1", "--latency", "0.02"]
+    )
+    out = capsys.readouterr().out
+    rows = table_rows(out, "Client CPU per sample")
+    assert [r[1] for r in rows] == ["png", "jpeg", "local"]
+    assert all(float(r[2]) > 0 and float(r[3]) > 0 for r in rows)  # CPU and bytes measured
+    rows = table_rows(out, "One model-size image per transport")
+    assert [r[0] for r in rows] == ["data png", "data jpeg q95", "file:// bmp", "file:// png"]
