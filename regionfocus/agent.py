@@ -17,13 +17,14 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from .actions import Action
+from .actions import Action, click
 from .config import RegionFocusConfig
 from .geometry import Point
 from .landmarks import mark_for_model
 from .model import GroundingModel, Query, Verdict
 from .orchestrator import RegionFocus
 from .screen import same_screen, screen_signature
+from .strategy import Strategy
 from .trace import CallRecord, RefineResult, record_call
 from .triggers import Effect, NoAction, NoEffect, NoTarget, Repeat, SelfJudge, TriggerState, any_of
 from .views import ViewSource
@@ -96,12 +97,21 @@ class RegionFocusAgent:
     baseline run and a RegionFocus run differ in nothing else."""
 
     def __init__(
-        self, model: GroundingModel, config: RegionFocusConfig | None = None, *, enabled: bool = True
+        self,
+        model: GroundingModel,
+        config: RegionFocusConfig | None = None,
+        *,
+        enabled: bool = True,
+        refiner: Strategy | None = None,
     ):
+        """``refiner``: live mode, another test-time strategy (:mod:`regionfocus.strategies`) run
+        when a trigger fires, in place of a RegionFocus round; it starts from the action that
+        failed (or was about to) and grounds the task's instruction (no history stars)."""
         self.model = model
         self.config = config or RegionFocusConfig()
         self.enabled = enabled
         self.regionfocus = RegionFocus(model, self.config)
+        self.refiner = refiner
         self.reset()
 
     # ---------------------------------------------------------------- static mode
@@ -241,6 +251,25 @@ class RegionFocusAgent:
     async def _refine(self, screenshot, query, views, trigger, fallback) -> RefineResult:
         self.rounds_on_screen += 1
         self.rounds_total += 1
+        if self.refiner is not None:
+            start = click(fallback.x, fallback.y) if fallback is not None else None
+            res = await self.refiner.run(self.model, screenshot, query.instruction, start, views=views)
+            return RefineResult(
+                trigger,
+                res.action if res.action is not start else None,  # nothing better found: no choice
+                None,
+                f"strategy:{res.strategy}",
+                [],
+                [],
+                [],
+                [],
+                None,
+                "strategy",
+                list(self.history),
+                list(res.calls),
+                failure=None if res.action is not start else "; ".join(res.notes) or "no better point",
+                wall_s=res.wall_s,
+            )
         return await self.regionfocus.refine(
             screenshot,
             query,

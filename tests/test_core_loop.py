@@ -189,3 +189,25 @@ async def test_no_action_steps_count_against_the_limit(max_steps):
     )
     assert ep.ending.reason == "max-steps" and len(ep.steps) == max_steps and world.acted == []
     assert all(s.outcome == "no action" for s in ep.steps)
+
+
+async def test_another_strategy_can_be_the_live_refinement():
+    """--strategy for the browsing harness: after a click that changed nothing, Iterative
+    Narrowing starts from that click, crops around it, and its point is executed."""
+    from regionfocus.strategies import get_strategy
+
+    world = ButtonWorld({"ok": Box(300, 200, 330, 215)})
+
+    def on_act(image, query, zoomed=False):
+        if query.view is not None:  # a crop around the failed click: the button is visible there
+            p = query.view.screen_to_view(Point(315, 207))
+            return ModelReply("crop click", action=click(p.x, p.y))
+        return ModelReply("click beside", action=click(280, 207))
+
+    agent = RegionFocusAgent(ScriptedModel(on_act=on_act), refiner=get_strategy("iterative-narrowing"))
+    ep = await run_episode(agent, world, Limits(5))
+    assert ep.ending.reason == "done" and len(ep.steps) == 2
+    second = ep.steps[1].decision
+    assert second.source == "regionfocus" and second.round.focal_source == "strategy:iterative-narrowing"
+    assert Box(300, 200, 330, 215).contains(second.action.point)
+    assert all(c.image_size for c in second.round.calls)  # the strategy's costed calls

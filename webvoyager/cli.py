@@ -129,6 +129,14 @@ def build_parser() -> argparse.ArgumentParser:
         "linearized (a11y, the A11y-Compressor paper's baseline) or compressed (compressed-a11y), "
         "or the screenshot with the compressed tree; text observations let text-only models browse",
     )
+    g.add_argument(
+        "--strategy",
+        default="regionfocus",
+        metavar="NAME",
+        help="the test-time strategy run when a trigger fires (default regionfocus; any name of "
+        "`regionfocus strategies`, e.g. zoomclick: it starts from the click that failed and "
+        "grounds the task's instruction through the browser's true zoom where it crops)",
+    )
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
     g.add_argument(
         "--retry-errors",
@@ -197,6 +205,9 @@ def run_main(argv: list[str]) -> int:
         if not 0.25 <= task_zoom <= 8:
             raise ValueError(f"--task-zoom must be in [0.25, 8], got {task_zoom}")
         rf_config = config_from_args(args)
+        from regionfocus.strategies import get_strategy
+
+        refiner = None if args.strategy == "regionfocus" else get_strategy(args.strategy)
         from adapters.cli_args import build_model
 
         model = build_model(args, concurrency=args.concurrency)
@@ -231,6 +242,8 @@ def run_main(argv: list[str]) -> int:
     }
     if args.observation != "screenshot":  # pinned only when used: earlier folders resume
         config["observation"] = args.observation
+    if args.strategy != "regionfocus":
+        config["strategy"] = args.strategy
     run_dir = RunDir(args.out, retry_errors=args.retry_errors)
     try:
         run_dir.open(config)
@@ -252,7 +265,11 @@ def run_main(argv: list[str]) -> int:
     async def go() -> None:
         async with browser:
             await run_tasks(
-                tasks, lambda: RegionFocusAgent(model, rf_config, enabled=enabled), run_dir, browser, settings
+                tasks,
+                lambda: RegionFocusAgent(model, rf_config, enabled=enabled, refiner=refiner),
+                run_dir,
+                browser,
+                settings,
             )
         closer = getattr(getattr(model, "backend", None), "aclose", None)
         if closer is not None:
