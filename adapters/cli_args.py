@@ -7,9 +7,12 @@ import os
 
 from regionfocus.model import GroundingModel
 
-AGENTS = ("ocr", "a11y", "uitars-1.0", "uitars-1.5", "qwen2.5-vl", "qwen3-vl")
+AGENTS = ("ocr", "a11y", "uitars-1.0", "uitars-1.5", "qwen2.5-vl", "qwen3-vl", "screen-text")
 # Agents that run in this process on the CPU and need no server.
 LOCAL_AGENTS = ("ocr", "a11y")
+# Agents that read no pixels (they cannot see stars): RegionFocus's history and aggregation go
+# in text for them.
+TEXT_ONLY_AGENTS = ("screen-text",)
 
 
 def add_agent_arguments(parser: argparse.ArgumentParser, default_agent: str = "ocr") -> None:
@@ -18,7 +21,9 @@ def add_agent_arguments(parser: argparse.ArgumentParser, default_agent: str = "o
         "--agent",
         default=default_agent,
         help=f"model family: {', '.join(AGENTS)} or a registered name (default: {default_agent}; ocr and "
-        "a11y run on the CPU: a11y reads the page's accessibility tree, browsing only)",
+        "a11y run on the CPU: a11y reads the page's accessibility tree, browsing only; screen-text is a "
+        "text-only LLM over --base-url/--model reading the screenshot through OCR, and forces "
+        "--history text and --aggregation text since it cannot see stars)",
     )
     g.add_argument(
         "--base-url",
@@ -79,9 +84,24 @@ def add_agent_arguments(parser: argparse.ArgumentParser, default_agent: str = "o
     )
 
 
-def build_model(args: argparse.Namespace, concurrency: int = 1) -> GroundingModel:
-    """The GroundingModel the flags describe. Raises ValueError with the flag to fix."""
+def text_only_config(agent: str, config):
+    """``config`` (a RegionFocusConfig) with history and aggregation in text when ``agent``
+    reads no pixels; unchanged otherwise."""
+    from dataclasses import replace
+
+    if agent in TEXT_ONLY_AGENTS:
+        return replace(config, history="text", aggregation="text")
+    return config
+
+
+def build_model(args: argparse.Namespace, concurrency: int = 1, coat=None) -> GroundingModel:
+    """The GroundingModel the flags describe. Raises ValueError with the flag to fix.
+    ``coat``: a :class:`~adapters.coat.CoatConfig` to carry Chain-of-Action-Thought (the
+    screen-text agent's own support; any VLM agent wrapped by :class:`~adapters.coat_model.CoatModel`)."""
     from . import get_adapter
+
+    if coat is not None and args.agent in LOCAL_AGENTS:
+        raise ValueError(f"--reasoning coat needs an LLM or VLM agent; --agent {args.agent} writes no text")
 
     if args.agent == "ocr":
         opts = {"budget": args.ocr_budget} if args.ocr_budget else {}
@@ -115,4 +135,11 @@ def build_model(args: argparse.Namespace, concurrency: int = 1) -> GroundingMode
             image_format=args.image_format,
             image_quality=args.image_quality,
         )
-    return get_adapter(args.agent, backend=backend, temperature=args.temperature)
+    if args.agent == "screen-text":
+        return get_adapter(args.agent, backend=backend, temperature=args.temperature, coat=coat)
+    model = get_adapter(args.agent, backend=backend, temperature=args.temperature)
+    if coat is not None:
+        from .coat_model import CoatModel
+
+        model = CoatModel(model, coat)
+    return model

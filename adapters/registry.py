@@ -50,6 +50,12 @@ def _a11y(**options: Any) -> GroundingModel:
     return A11yAgent(**options)
 
 
+def _screen_text(**options: Any) -> GroundingModel:
+    from .react_model import ReactModel
+
+    return ReactModel(**options)
+
+
 _REGISTRY: dict[str, Factory] = {
     "uitars-1.0": _uitars10,
     "uitars-1.5": _uitars15,
@@ -57,6 +63,7 @@ _REGISTRY: dict[str, Factory] = {
     "qwen3-vl": _qwen3,
     "ocr": _ocr,
     "a11y": _a11y,
+    "screen-text": _screen_text,
 }
 VLM_FAMILIES = ("uitars-1.0", "uitars-1.5", "qwen2.5-vl", "qwen3-vl")
 
@@ -86,6 +93,8 @@ def get_adapter(name: str, **options: Any) -> GroundingModel:
     ``language`` and ``sampling`` (extra sampling arguments sent with every request).
     ``ocr`` takes ``budget`` (pixels it sees of a full screenshot) and its own options.
     ``a11y`` takes its thresholds; it reads the tree handed to it with ``set_elements``.
+    ``screen-text`` (a text-only LLM reading the screen through OCR) takes ``backend``,
+    ``temperature``, ``max_tokens``, ``coat`` (a CoatConfig) and ``exemplars``.
     """
     key = name.strip().lower() if isinstance(name, str) else name
     factory = _REGISTRY.get(key)
