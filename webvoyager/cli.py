@@ -137,6 +137,21 @@ def build_parser() -> argparse.ArgumentParser:
         "`regionfocus strategies`, e.g. zoomclick: it starts from the click that failed and "
         "grounds the task's instruction through the browser's true zoom where it crops)",
     )
+    g.add_argument(
+        "--reasoning",
+        choices=("none", "coat"),
+        default="none",
+        help="coat: Chain-of-Action-Thought (Android in the Zoo): each answer writes the screen "
+        "description, the previous action's result, an action think and the next action's "
+        "description before its action, and the history carries them instead of a bare list of "
+        "actions; for screen-text and any VLM agent (default none)",
+    )
+    g.add_argument(
+        "--coat-parts",
+        metavar="PARTS",
+        help="with --reasoning coat: the parts written and carried, a comma list of sd, par, at, ad "
+        "(default all four; fewer for the paper's ablation)",
+    )
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
     g.add_argument(
         "--retry-errors",
@@ -160,6 +175,20 @@ def reads_tree(args: argparse.Namespace, rf_config) -> bool:
         or rf_config.proposer == "a11y"
         or rf_config.no_target_trigger
     )
+
+
+def coat_from_args(args: argparse.Namespace):
+    """The CoatConfig of --reasoning coat [--coat-parts], or None. Raises ValueError."""
+    if args.reasoning != "coat":
+        if args.coat_parts:
+            raise ValueError("--coat-parts needs --reasoning coat")
+        return None
+    from adapters.coat import CoatConfig
+
+    try:
+        return CoatConfig.parse(args.coat_parts or "all")
+    except ValueError as e:
+        raise ValueError(f"--coat-parts: {e}") from None
 
 
 def _safe_url(url: str) -> str:
@@ -204,13 +233,16 @@ def run_main(argv: list[str]) -> int:
         task_zoom = args.task_zoom if args.task_zoom is not None else miniwob.DEFAULT_ZOOM
         if not 0.25 <= task_zoom <= 8:
             raise ValueError(f"--task-zoom must be in [0.25, 8], got {task_zoom}")
-        rf_config = config_from_args(args)
+        from adapters.cli_args import text_only_config
+
+        rf_config = text_only_config(args.agent, config_from_args(args))
+        coat = coat_from_args(args)
         from regionfocus.strategies import get_strategy
 
         refiner = None if args.strategy == "regionfocus" else get_strategy(args.strategy)
         from adapters.cli_args import build_model
 
-        model = build_model(args, concurrency=args.concurrency)
+        model = build_model(args, concurrency=args.concurrency, coat=coat)
         browser = Browser(args.browser)
     except (ValueError, FileNotFoundError, KeyError) as e:
         print(f"regionfocus webvoyager: {e}", file=sys.stderr)
@@ -242,6 +274,9 @@ def run_main(argv: list[str]) -> int:
     }
     if args.observation != "screenshot":  # pinned only when used: earlier folders resume
         config["observation"] = args.observation
+    if coat is not None:  # pinned only when used, like observation
+        config["reasoning"] = args.reasoning
+        config["coat_parts"] = coat.spec()
     if args.strategy != "regionfocus":
         config["strategy"] = args.strategy
     run_dir = RunDir(args.out, retry_errors=args.retry_errors)
