@@ -723,10 +723,39 @@ class VlmAdapter:
         given = given_size(image)
         kind = "agent" if query.mode == "agent" else "grounding"
         prompt = await self.task_prompt_async(kind, resized, given, query, zoomed)
+        if query.elements and query.observation != "screenshot" and not zoomed:
+            prompt = self.with_observation(prompt, query, given)
         del resized, image  # the prompt holds it until the backend has encoded it, then lets it go
         answer, continuation, usage = await self.ask(prompt)
         action = self._parse_answer(answer, continuation, given)
         return ModelReply(answer, action=action, point=action.point if action else None, usage=usage)
+
+    def with_observation(self, prompt: Prompt, query: Query, given: tuple[int, int]) -> Prompt:
+        """``prompt`` with the page's accessibility tree as text after the last user message's
+        own text (coordinates in this family's frame). A text-only observation ("a11y",
+        "compressed-a11y") also takes the screenshot out of that message: the model reads the
+        tree alone, as a text-only model would. The modal phase sees one step at a time here
+        (no temporal signal across steps)."""
+        from regionfocus.a11y import observation_text
+
+        text, _ = observation_text(
+            query.observation,
+            query.elements,
+            given,
+            query.instruction,
+            to_model=lambda p: self.to_model(p, given),
+        )
+        messages = [dict(m) for m in prompt.messages]
+        last = max(i for i, m in enumerate(messages) if m.get("role") == "user")
+        content = messages[last]["content"]
+        parts = list(content) if isinstance(content, list) else [{"type": "text", "text": content}]
+        if "screenshot" not in query.observation:
+            parts = [p for p in parts if p.get("type") != "image"]
+        parts.append(
+            {"type": "text", "text": f"\n\nThe page's accessibility tree ({query.observation}):\n{text}"}
+        )
+        messages[last] = {**messages[last], "content": parts}
+        return Prompt(messages, prompt.prefill)
 
     async def task_prompt_async(
         self, kind: str, image: Image.Image, given: tuple[int, int], query: Query, zoomed: bool
