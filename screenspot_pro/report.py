@@ -473,49 +473,12 @@ def _strategies_html(records: Sequence[dict[str, Any]]) -> str:
     if not peer_names(records):
         return ""
     rows = strategies.comparison(records)
-    groups = list(rows[0]["by_group"])
-    head = [
-        "strategy",
-        "overall",
-        *groups,
-        "text",
-        "icon",
-        "calls",
-        "image tok",
-        "text tok",
-        "model s",
-        "W→R",
-        "R→W",
-    ]
-
-    def cell(v: Any, digits: int = 1) -> str:
-        return "–" if v is None else (f"{v:.{digits}f}" if isinstance(v, float) else str(v))
-
-    body = "".join(
-        "<tr>"
-        + "".join(
-            f"<td>{_e(c)}</td>"
-            for c in [
-                r["strategy"],
-                cell(r["accuracy"]),
-                *(cell(r["by_group"][g]) for g in groups),
-                cell(r["text"]),
-                cell(r["icon"]),
-                cell(r["calls"], 2),
-                cell(r["image_tokens"], 0),
-                cell(r["text_tokens"], 0),
-                cell(r["model_s"], 2),
-                cell(r["wrong_to_right"]),
-                cell(r["right_to_wrong"]),
-            ]
-        )
-        + "</tr>"
-        for r in rows
-    )
+    head, body = strategies.comparison_cells(rows)
+    table = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in cells) + "</tr>" for cells in body)
     plot = jpeg_data_url(strategies.plot_png(rows), 90)
     return (
         "<h2>Strategies</h2><p>Accuracy in %; cost per sample, the baseline's request included.</p>"
-        f"<table><tr>{''.join(f'<th>{_e(h)}</th>' for h in head)}</tr>{body}</table>"
+        f"<table><tr>{''.join(f'<th>{_e(h)}</th>' for h in head)}</tr>{table}</table>"
         f'<img src="{plot}" alt="accuracy against calls and tokens per sample">'
     )
 

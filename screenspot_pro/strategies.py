@@ -206,9 +206,10 @@ def _f(v: float | None, digits: int = 1) -> str:
     return "–" if v is None else f"{v:.{digits}f}"
 
 
-def comparison_markdown(rows: Sequence[dict[str, Any]]) -> str:
+def comparison_cells(rows: Sequence[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
+    """The comparison as a header and rows of formatted cells (for Markdown and for HTML)."""
     if not rows:
-        return ""
+        return [], []
     groups = list(rows[0]["by_group"])
     head = [
         "strategy",
@@ -223,9 +224,8 @@ def comparison_markdown(rows: Sequence[dict[str, Any]]) -> str:
         "W→R",
         "R→W",
     ]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in rows:
-        cells = [
+    body = [
+        [
             r["strategy"],
             _f(r["accuracy"]),
             *(_f(r["by_group"][g]) for g in groups),
@@ -238,7 +238,17 @@ def comparison_markdown(rows: Sequence[dict[str, Any]]) -> str:
             str(r["wrong_to_right"]) if r["strategy"] != BASELINE else "–",
             str(r["right_to_wrong"]) if r["strategy"] != BASELINE else "–",
         ]
-        lines.append("| " + " | ".join(cells) + " |")
+        for r in rows
+    ]
+    return head, body
+
+
+def comparison_markdown(rows: Sequence[dict[str, Any]]) -> str:
+    head, body = comparison_cells(rows)
+    if not head:
+        return ""
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(cells) + " |" for cells in body]
     return "\n".join(lines) + "\n"
 
 
