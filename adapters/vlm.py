@@ -743,6 +743,7 @@ class VlmAdapter:
             query.elements,
             given,
             query.instruction,
+            phases=query.observation_phases,
             to_model=lambda p: self.to_model(p, given),
         )
         messages = [dict(m) for m in prompt.messages]

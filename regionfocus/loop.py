@@ -115,6 +115,7 @@ async def run_episode(
     recorder: Recorder | None = None,
     *,
     observation: str = "screenshot",
+    observation_phases: tuple[str, ...] | None = None,
 ) -> Episode:
     """Run one task in ``env`` to its end. Never raises for the task's own trouble (a page that
     will not load, a crash, an exception of the environment or the model): that is an ending
@@ -131,7 +132,9 @@ async def run_episode(
         shot = await env.observe()
         while True:
             limits.check(len(episode.steps))
-            step = await _step(agent, env, episode, shot, tuple(turns), views, observation)
+            step = await _step(
+                agent, env, episode, shot, tuple(turns), views, observation, observation_phases
+            )
             if recorder is not None:
                 recorder.step(step, views.take())
             else:
@@ -152,12 +155,18 @@ async def run_episode(
     return episode
 
 
-async def _step(agent, env, episode: Episode, shot, turns, views, observation: str) -> Step:
+async def _step(agent, env, episode: Episode, shot, turns, views, observation: str, phases) -> Step:
     ts = time.perf_counter()
     url = env.url
     elements = tuple((await env.info()).get("elements") or ())
     query = Query(
-        episode.instruction, "agent", url=url, turns=turns, elements=elements, observation=observation
+        episode.instruction,
+        "agent",
+        url=url,
+        turns=turns,
+        elements=elements,
+        observation=observation,
+        **({"observation_phases": tuple(phases)} if phases else {}),
     )
     decision = await agent.step(shot, query, views=views)
     step = Step(len(episode.steps) + 1, shot, url, decision)

@@ -67,6 +67,8 @@ class Query:
     view: ViewTransform | None = None
     elements: tuple[Any, ...] = ()
     observation: str = "screenshot"
+    # The A11y-Compressor phases a compressed observation applies (the paper's ablation).
+    observation_phases: tuple[str, ...] = ("modal", "reduce", "structure")
 
 
 @dataclass(frozen=True)

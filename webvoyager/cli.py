@@ -152,6 +152,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --reasoning coat: the parts written and carried, a comma list of sd, par, at, ad "
         "(default all four; fewer for the paper's ablation)",
     )
+    g.add_argument(
+        "--a11y-phases",
+        metavar="P,P",
+        help="the A11y-Compressor phases a compressed observation applies, for the paper's ablation "
+        "(modal,reduce,structure; default all three)",
+    )
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
     g.add_argument(
         "--retry-errors",
@@ -165,6 +171,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 OBSERVATIONS = ("screenshot", "a11y", "compressed-a11y", "screenshot+compressed-a11y")
+
+
+def _a11y_phases(spec: str | None) -> tuple[str, ...] | None:
+    from regionfocus.a11y import PHASES
+
+    if spec is None:
+        return None
+    phases = tuple(p.strip() for p in spec.split(",") if p.strip())
+    bad = [p for p in phases if p not in PHASES]
+    if bad:
+        raise ValueError(f"--a11y-phases: unknown {', '.join(bad)}; choose from {', '.join(PHASES)}")
+    return phases
 
 
 def reads_tree(args: argparse.Namespace, rf_config) -> bool:
@@ -236,6 +254,7 @@ def run_main(argv: list[str]) -> int:
         from adapters.cli_args import text_only_config
 
         rf_config = text_only_config(args.agent, config_from_args(args))
+        phases = _a11y_phases(args.a11y_phases)
         coat = coat_from_args(args)
         from regionfocus.strategies import get_strategy
 
@@ -274,6 +293,8 @@ def run_main(argv: list[str]) -> int:
     }
     if args.observation != "screenshot":  # pinned only when used: earlier folders resume
         config["observation"] = args.observation
+    if phases is not None:
+        config["a11y_phases"] = list(phases)
     if coat is not None:  # pinned only when used, like observation
         config["reasoning"] = args.reasoning
         config["coat_parts"] = coat.spec()
@@ -294,6 +315,7 @@ def run_main(argv: list[str]) -> int:
         progress=not args.no_progress,
         env_overrides={"dialogs": args.dialogs},
         observation=args.observation,
+        a11y_phases=phases,
         read_tree=reads_tree(args, rf_config),
     )
 

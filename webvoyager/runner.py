@@ -52,6 +52,7 @@ class RunSettings:
     # "screenshot+compressed-a11y"), and whether the page's accessibility tree is read at every
     # step (a text observation, the a11y agent, the a11y proposer or the no-target trigger).
     observation: str = "screenshot"
+    a11y_phases: tuple[str, ...] | None = None  # None: all three A11y-Compressor phases
     read_tree: bool = False
 
     def env_config(self, task: WebTask) -> EnvConfig:
@@ -130,7 +131,14 @@ async def run_task(
         env, task, task_zoom=settings.task_zoom, episode_ms=settings.episode_ms, a11y=settings.read_tree
     )
     limits = Limits(settings.max_steps, settings.keep_screens)
-    episode = await run_episode(agent, task_env, limits, recorder, observation=settings.observation)
+    episode = await run_episode(
+        agent,
+        task_env,
+        limits,
+        recorder,
+        observation=settings.observation,
+        observation_phases=settings.a11y_phases,
+    )
     ending, steps = episode.ending, recorder.steps
     if ending.reason == "error" and ending.error and not ending.error.startswith("page crashed"):
         log.warning("task %s failed: %s", task.id, ending.error)
