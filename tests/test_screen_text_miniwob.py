@@ -162,3 +162,28 @@ async def test_element_recall_against_the_dom(browser):
     recall = sum(r.named for r in rows) / sum(r.total for r in rows)
     assert recall >= 0.8, rows
     assert "ALL" in recall_table(rows)
+
+
+async def test_the_eval_command_keeps_a_resumable_run_folder(server, tmp_path, capsys):
+    """`regionfocus screen-text-eval` writes the shared run log: a rerun of the same command
+    runs nothing again and prints the same table; another setting stops with the diff."""
+    import asyncio
+    import json
+
+    from webvoyager.screen_text_eval import main
+
+    server.set_responder(reader_model)
+    out = tmp_path / "run"
+    argv = ["--tasks", "click-button,click-link", "--seeds", "3", "--base-url", server.base_url, "--model", "reader",
+            "--max-steps", "3", "--out", str(out)]  # fmt: skip
+    assert await asyncio.to_thread(main, argv) == 0
+    first = capsys.readouterr().out
+    recs = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
+    assert sorted(r["id"] for r in recs) == ["click-button--3", "click-link--3"]
+    assert all(r["success"] and r["status"] == "ok" for r in recs)
+    asked = server.stats.chat_requests
+    assert await asyncio.to_thread(main, argv) == 0
+    assert server.stats.chat_requests == asked and capsys.readouterr().out == first
+    with pytest.raises(SystemExit):
+        await asyncio.to_thread(main, [*argv[:-2], "--max-steps", "5", "--out", str(out)])
+    assert "max_steps: 3 in the folder, 5 now" in capsys.readouterr().err

@@ -255,15 +255,19 @@ async def run_suite(
     *,
     browser: Browser | None = None,
     on_record=None,
+    skip: frozenset[str] = frozenset(),
 ) -> list[EpisodeRecord]:
     """Every (task, seed) episode, one at a time (one browser; a context per episode).
-    ``on_record``: called with each record as it finishes (to write it out)."""
+    ``on_record``: called with each record as it finishes (to write it out); ``skip``: episode
+    ids ("task--seed") already finished (a resumed run)."""
     own = browser is None
     browser = browser or await Browser().start()
     out = []
     try:
         for task in tasks:
             for seed in seeds:
+                if f"{task}--{seed}" in skip:
+                    continue
                 rec = await run_episode(browser, backend, task, seed, cfg)
                 out.append(rec)
                 if on_record is not None:
@@ -452,7 +456,16 @@ def main(argv: list[str]) -> int:
     p.add_argument(
         "--coat-parts", default="all", help="CoAT parts for --reasoning coat: all or a list of sd,par,at,ad"
     )
-    p.add_argument("--out", type=Path, help="write one JSON record per episode to this JSONL file")
+    p.add_argument(
+        "--out",
+        type=Path,
+        metavar="RUN_DIR",
+        help="run folder (default runs/screen-text-<model>): the pinned configuration and one record per "
+        "episode in records.jsonl; rerunning the same command resumes",
+    )
+    p.add_argument(
+        "--retry-errors", action="store_true", help="on resume, run again the episodes that raised"
+    )
     p.add_argument(
         "--recall", action="store_true", help="measure element recall against the DOM instead (no model)"
     )
@@ -473,23 +486,42 @@ def main(argv: list[str]) -> int:
     if not args.base_url or not args.model:
         p.error("--base-url and --model are needed to run the agent (or use --recall)")
     from adapters.backends.openai_http import OpenAIBackend
+    from regionfocus.runlog import RunFolder, RunFolderError
 
     backend = OpenAIBackend(args.base_url, args.model, api_key_env=args.api_key_env)
-    sink = args.out.open("a", encoding="utf-8") if args.out else None
+    out = args.out or Path(f"runs/screen-text-{re.sub(r'[^A-Za-z0-9._-]+', '_', args.model)}")
+    identity = {
+        "harness": "screen-text-eval",
+        "model": args.model,
+        "tasks": list(tasks),
+        "seeds": list(seeds),
+        "max_steps": args.max_steps,
+        "regionfocus": args.regionfocus,
+        "reasoning": args.reasoning,
+        "coat_parts": args.coat_parts if coat else None,
+    }
+    try:
+        folder = RunFolder(out, identity, {"base_urls": args.base_url}, retry_errors=args.retry_errors)
+    except RunFolderError as e:
+        p.error(str(e))
 
     def write(rec: EpisodeRecord) -> None:
         print(
             f"{rec.task} seed {rec.seed}: {'success' if rec.success else 'failure'} {rec.error}",
             file=sys.stderr,
         )
-        if sink is not None:
-            sink.write(json.dumps(rec.to_dict(), ensure_ascii=False) + "\n")
-            sink.flush()
+        # A failed episode is a result ("ok"); "error" is kept for episodes that raised.
+        raised = rec.error.split(":")[0].endswith(("Error", "Exception"))
+        folder.add({"id": f"{rec.task}--{rec.seed}", **rec.to_dict(), "status": "error" if raised else "ok"})
 
-    try:
-        records = asyncio.run(run_suite(backend, tasks, seeds, cfg, on_record=write))
-    finally:
-        if sink is not None:
-            sink.close()
+    with folder:
+        asyncio.run(run_suite(backend, tasks, seeds, cfg, on_record=write, skip=frozenset(folder.done)))
+        wanted = {f"{t}--{s}" for t in tasks for s in seeds}
+        records = [
+            EpisodeRecord(**{k: v for k, v in r.items() if k in EpisodeRecord.__dataclass_fields__})
+            for i, r in folder.records.items()
+            if i in wanted
+        ]
     print(success_table(records, label=args.model))
+    print(f"records: {out}/records.jsonl", file=sys.stderr)
     return 0
