@@ -352,6 +352,11 @@ def add_common_flags(p) -> None:
         "--max-pixels", type=int, default=None, help="the adapter's max_pixels (default: family's own)"
     )
     p.add_argument("--format", default="png", help="transport image format: png, jpeg, webp")
+    p.add_argument(
+        "--local",
+        action="store_true",
+        help="local transport: images as file:// URLs of BMP files in /dev/shm (--format is the fallback)",
+    )
     p.add_argument("--quality", type=int, default=90, help="JPEG/WebP quality")
     p.add_argument("--image", action="append", default=[], help="real screenshot(s) instead of synthetic")
     p.add_argument("--size", type=parse_size, default=SCREEN_4K, help="synthetic screen WxH (3840x2160)")

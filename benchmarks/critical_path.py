@@ -73,6 +73,8 @@ def main(argv: list[str] | None = None) -> list[list]:
                 quality=args.quality,
                 max_pixels=args.max_pixels,
             )
+            if args.local:
+                adapter.backend.use_local_media(None, "bmp")
 
             async def run(adapter=adapter):
                 if args.warmup:
@@ -84,7 +86,7 @@ def main(argv: list[str] | None = None) -> list[list]:
             res = asyncio.run(run())
         rnd, pred = statistics.median(res["round"]), statistics.median(res["predict"])
         ms = adapter.input_size(screens[0].size)
-        label = f"{args.family} {ms[0]}x{ms[1]} {args.format}"
+        label = f"{args.family} {ms[0]}x{ms[1]} {'local' if args.local else args.format}"
         rows.append(
             [
                 label,

@@ -46,6 +46,7 @@ def main(argv: list[str] | None = None) -> list:
             screens=args.screens,
             images=args.image,
             size=args.size,
+            local=args.local,
         )
         levels.append(lv)
         print(f"  {n} server(s): {lv.rate:.2f} samples/s", flush=True)

@@ -105,6 +105,8 @@ def _level_child(conn, opts: dict[str, Any]) -> None:
             max_in_flight=max(64, 8 * opts["in_flight"]),
             max_pixels=opts["max_pixels"],
         )
+        if opts.get("local"):
+            adapter.backend.use_local_media(None, "bmp")
         agent = RegionFocusAgent(adapter)
 
         async def go():
@@ -145,6 +147,7 @@ def run_level(
     screens: int = 3,
     images: list[str] | None = None,
     size: tuple[int, int] = (3840, 2160),
+    local: bool = False,
 ) -> Level:
     """One run of ``samples`` samples with ``in_flight`` in flight against ``servers`` servers."""
     procs = [ServerProcess(family, latency, server_concurrency) for _ in range(servers)]
@@ -162,6 +165,7 @@ def run_level(
             "screens": screens,
             "images": list(images or []),
             "size": tuple(size),
+            "local": local,
         }
         ctx = mp.get_context("spawn")
         parent, child = ctx.Pipe()
@@ -256,11 +260,13 @@ def main(argv: list[str] | None = None) -> list[Level]:
             screens=args.screens,
             images=args.image,
             size=args.size,
+            local=args.local,
         )
         levels.append(lv)
         print(f"  in flight {c}: {lv.rate:.2f} samples/s", flush=True)
     title = (
-        f"Throughput, {args.family} (max_pixels {args.max_pixels or 'default'}), {args.format}, "
+        f"Throughput, {args.family} (max_pixels {args.max_pixels or 'default'}), "
+        f"{'local file:// bmp' if args.local else args.format}, "
         f"L = {args.latency} s, server concurrency {args.server_concurrency}"
     )
     print_table(title, HEADERS, [level_row(lv, args.latency, args.server_concurrency) for lv in levels])
