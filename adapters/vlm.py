@@ -643,7 +643,7 @@ class VlmAdapter:
         given = given_size(image)
         base = self._resize_cached(image).image
         sx, sy = base.width / given[0], base.height / given[1]
-        if base.size == image.size or not points:
+        if base.size == given or not points:  # the model sees the screenshot's own size
             out = draw_landmarks(base, points, labels, scale=scale)
         elif min(sx, sy) >= 0.95 or image.size != given:
             # About the model's size (a 4K screenshot at 3836x2156): draw straight on the copy.

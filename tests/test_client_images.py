@@ -186,3 +186,19 @@ async def test_vlm_agent_judges_the_annotated_model_image_in_screenshot_pixels()
     # The point the model gave (300, 200) in its frame is the screenshot point it is asked about.
     assert "[300, 200]" in request_text(judge)
     assert pred.final.point.distance(Point(300 * W / ms[0], 200 * H / ms[1])) < 1e-6
+
+
+async def test_stars_added_to_an_annotated_image_stay_in_screenshot_pixels():
+    adapter = get_adapter("qwen2.5-vl", max_pixels=1003520)
+    shot = screen()
+    once = await adapter.annotate(shot, [Point(500, 500)], ["1"])
+    twice = await adapter.annotate(once, [Point(1500, 900)], ["2"])
+    assert given_size(twice) == shot.size and twice.size == once.size
+    today = await adapter.model_image(draw_landmarks(shot, [Point(1500, 900)], ["2"]))
+    clean = await adapter.model_image(shot)
+    s = twice.width / W
+    at = (1500 * s, 900 * s)
+    cx0, cy0, _, _ = star_stats(today, clean, at, int(40 * s) + 6)
+    cx1, cy1, _, _ = star_stats(twice, once, at, int(40 * s) + 6)
+    # Drawn sharp on the model-size image (not resampled from full resolution): within a pixel.
+    assert abs(cx1 - cx0) <= 1.0 and abs(cy1 - cy0) <= 1.0
