@@ -159,3 +159,32 @@ async def test_data_url_requests_report_encoder_cost_and_release_the_image():
     assert out.usage.encode_s > 0
     assert cached.usage.image_bytes == out.usage.image_bytes  # same image, same bytes sent
     assert messages[0]["content"][0]["type"] == "image_url"  # the PIL image was let go
+
+
+@pytest.mark.slow
+async def test_a_static_predict_runs_in_full_over_file_urls(tmp_path):
+    """The real adapter and agent over the local transport: 8 requests, every image a file
+    the server reads; the round's images are freed and their files removed at the end."""
+    from adapters.registry import get_adapter
+    from benchmarks._common import family_reply
+    from regionfocus import RegionFocusAgent
+
+    reader = FileReadingServer(tmp_path)
+
+    def respond(body):
+        reader(body)  # reads (and checks) every file it is sent
+        return family_reply("qwen2.5-vl", body)
+
+    with ChatServer(respond) as srv:
+        b = OpenAIBackend([srv.base_url], model="m", max_retries=0, local_media_dir=str(tmp_path))
+        adapter = get_adapter("qwen2.5-vl", backend=b, max_pixels=1003520)
+        shot = noise(1600, 900, 5)
+        pred = await RegionFocusAgent(adapter).predict(shot, "open it")
+        kinds = {u.split(":", 1)[0] for body in srv.stats.bodies for u in image_urls(body)}
+        folder = b.local.folder
+        await b.aclose()
+    assert len(srv.stats.bodies) == 8 and kinds == {"file"}
+    assert pred.rounds and pred.rounds[0].choice_method == "model"
+    assert len(reader.read) == 8  # the focal request re-sent the screenshot's file
+    assert reader.read[0][1] == adapter.input_size(shot.size)
+    assert not folder.exists()
