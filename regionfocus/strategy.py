@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Awaitable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Protocol, runtime_checkable
 
 from PIL import Image
@@ -232,18 +232,12 @@ def costed(rec: CallRecord, size: tuple[int, int] | None, model: Any, n: int = 1
     if rec.prompt_tokens is not None and rec.prompt_tokens >= (tokens or 0):
         text_tokens = rec.prompt_tokens - (tokens or 0)
     return CostedCall(
-        rec.kind,
-        rec.text,
-        rec.latency_s,
-        rec.prompt_tokens,
-        rec.completion_tokens,
-        rec.error,
-        rec.endpoint,
-        sent,
-        seen,
-        tokens,
-        text_tokens,
-        n,
+        **{f.name: getattr(rec, f.name) for f in fields(CallRecord)},
+        image_size=sent,
+        seen_size=seen,
+        image_tokens=tokens,
+        text_tokens=text_tokens,
+        n=n,
     )
 
 

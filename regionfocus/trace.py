@@ -15,7 +15,9 @@ from .model import ModelReply, Usage
 
 @dataclass
 class CallRecord:
-    """One model call: what was asked (``kind``), the raw text, cost and any error."""
+    """One model call: what was asked (``kind``), the raw text, cost and any error.
+    ``encode_s`` / ``image_bytes``: the client CPU spent encoding the request's images and
+    their size as sent, when the backend measures them."""
 
     kind: str
     text: str
@@ -24,11 +26,23 @@ class CallRecord:
     completion_tokens: int | None = None
     error: str | None = None
     endpoint: str | None = None
+    encode_s: float | None = None
+    image_bytes: int | None = None
 
     @classmethod
     def from_reply(cls, kind: str, reply: ModelReply) -> CallRecord:
         u = reply.usage
-        return cls(kind, reply.text, u.latency_s, u.prompt_tokens, u.completion_tokens, u.error, u.endpoint)
+        return cls(
+            kind,
+            reply.text,
+            u.latency_s,
+            u.prompt_tokens,
+            u.completion_tokens,
+            u.error,
+            u.endpoint,
+            getattr(u, "encode_s", None),
+            getattr(u, "image_bytes", None),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v is not None}

@@ -103,6 +103,9 @@ def test_cli_through_http_backend_in_qwen_format(tmp_path: Path, capsys):
     assert recs["appb_2"]["status"] == "error" and "400" in recs["appb_2"]["error"]
     assert "<tool_call>" in recs["appa_1"]["final"]["raw_response"]
     assert recs["appa_1"]["prompt_tokens"] > 0
+    # the transport's cost reaches the trace: bytes sent and the client CPU encoding them
+    act = recs["appa_1"]["trace"]["calls"][0]
+    assert act["image_bytes"] > 0 and act["encode_s"] >= 0
     # One HTTP request per model call, but for the pre-filled grounding calls that the server
     # refused (HTTP 400): each is sent once more without the pre-fill before it is given up.
     refused_prefilled = 5  # appb_2: the baseline and the four views (focal has no pre-fill)
