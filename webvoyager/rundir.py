@@ -35,6 +35,7 @@ from regionfocus.runlog import (
     atomic_write_json,
     atomic_write_text,
     read_json,
+    read_records,
 )
 
 log = logging.getLogger(__name__)
@@ -108,8 +109,6 @@ class RunDir:
 def read_results(root: str | Path) -> list[dict]:
     """Every task record of a run folder: from the log, or from ``results.json`` in a folder
     written before the log existed."""
-    from regionfocus.runlog import read_records
-
     root = Path(root)
     if (root / RECORDS).exists():
         return read_records(root / RECORDS)
