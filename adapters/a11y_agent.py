@@ -29,7 +29,16 @@ from regionfocus.actions import Action, ActionType
 from regionfocus.geometry import Box, Point, box_around
 from regionfocus.model import ModelReply, Option, Query, Usage, Verdict
 
-from .ocr_text import Match, ParsedInstruction, TextLine, best_matches, echo_lines, fold, parse_instruction
+from .ocr_text import (
+    Match,
+    ParsedInstruction,
+    TextLine,
+    best_matches,
+    check_fractions,
+    echo_lines,
+    fold,
+    parse_instruction,
+)
 
 _KIND_TO_ACTION = {
     "click": ActionType.CLICK,
@@ -53,13 +62,12 @@ class A11yAgent:
     def __init__(
         self, act_threshold: float = 0.75, judge_threshold: float = 0.8, partial_threshold: float = 0.5
     ):
-        for label, v in (
-            ("act_threshold", act_threshold),
-            ("judge_threshold", judge_threshold),
-            ("partial_threshold", partial_threshold),
-        ):
-            if not 0.0 <= float(v) <= 1.0:
-                raise ValueError(f"a11y {label} must be in [0, 1], got {v!r}")
+        check_fractions(
+            "a11y",
+            act_threshold=act_threshold,
+            judge_threshold=judge_threshold,
+            partial_threshold=partial_threshold,
+        )
         self.act_threshold = float(act_threshold)
         self.judge_threshold = float(judge_threshold)
         self.partial_threshold = float(partial_threshold)

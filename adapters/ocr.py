@@ -37,6 +37,7 @@ from .ocr_text import (
     ParsedInstruction,
     TextLine,
     best_matches,
+    check_fractions,
     echo_lines,
     parse_instruction,
     token_overlap,
@@ -247,14 +248,13 @@ class OcrAgent:
     ):
         if int(budget) < 1024:
             raise ValueError(f"ocr budget must be at least 1024 pixels, got {budget!r}")
-        for label, v in (
-            ("act_threshold", act_threshold),
-            ("judge_threshold", judge_threshold),
-            ("partial_threshold", partial_threshold),
-            ("min_conf", min_conf),
-        ):
-            if not 0.0 <= float(v) <= 1.0:
-                raise ValueError(f"ocr {label} must be in [0, 1], got {v!r}")
+        check_fractions(
+            "ocr",
+            act_threshold=act_threshold,
+            judge_threshold=judge_threshold,
+            partial_threshold=partial_threshold,
+            min_conf=min_conf,
+        )
         self.budget = int(budget)
         self.act_threshold = float(act_threshold)
         self.judge_threshold = float(judge_threshold)

@@ -100,6 +100,13 @@ class ParsedInstruction:
     variants: tuple[tuple[str, float], ...] = ()
 
 
+def check_fractions(owner: str, **values: float) -> None:
+    """Raise a ValueError naming ``owner`` and the option when a threshold is outside [0, 1]."""
+    for label, v in values.items():
+        if not 0.0 <= float(v) <= 1.0:
+            raise ValueError(f"{owner} {label} must be in [0, 1], got {v!r}")
+
+
 def normalize(text: str) -> str:
     """Lower case, NFKC, punctuation at word edges dropped, whitespace collapsed."""
     text = unicodedata.normalize("NFKC", text).lower()
