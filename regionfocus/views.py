@@ -10,6 +10,7 @@ from typing import Protocol
 from PIL import Image
 
 from .geometry import Box, ViewTransform
+from .resample import lanczos
 
 
 @dataclass
@@ -49,7 +50,8 @@ def crop_view(
     max_zoom: float = 4.0,
     fit: Fit | None = None,
 ) -> View:
-    """Crop ``box`` (snapped outward to whole pixels) and Lanczos-upsample it toward ``target``.
+    """Crop ``box`` (snapped outward to whole pixels) and Lanczos-upsample it toward ``target``
+    (Pillow's pixels; :mod:`regionfocus.resample` computes them).
 
     ``fit``: (W, H) -> the (W, H) the model actually sees for an image of that size (a model's
     ``input_size``). The view is then resampled once, straight to that size, instead of being
@@ -70,7 +72,7 @@ def crop_view(
         out_w, out_h = fit((out_w, out_h))
     crop = image.crop((left, top, right, bottom))
     if (out_w, out_h) != crop.size:
-        crop = crop.resize((out_w, out_h), Image.Resampling.LANCZOS)
+        crop = lanczos(crop, (out_w, out_h))
     transform = ViewTransform(crop_box, out_w / crop_box.width, out_h / crop_box.height)
     return View(crop, transform)
 
