@@ -15,6 +15,7 @@ import time
 import pytest
 from PIL import Image
 
+from adapters.backends import body_json
 from adapters.backends.encoding import ImageEncoder, encode_data_url
 from adapters.backends.openai_http import BackendError, OpenAIBackend
 from tests.chat_server import ChatServer, Reply, request_images
@@ -71,6 +72,34 @@ async def test_image_sent_losslessly_at_its_own_size(server):
     (got,) = request_images(server.stats.bodies[0])
     assert got.size == (83, 47)
     assert got.convert("RGB").tobytes() == img.tobytes()
+
+
+async def test_body_with_spliced_images_is_the_json_the_server_parses(server):
+    # Data URLs our encoder made go into the body unscanned; every other string (what a model
+    # or a page wrote, a data URL from elsewhere) goes through the JSON encoder.
+    tricky = 'quote " backslash \\ newline \n tab \t é 中 \u2028 @rf0@ </script>'
+    img = Image.effect_noise((64, 40), 50).convert("RGB")
+    other = Image.new("RGB", (9, 7), (200, 10, 10))
+    buf = io.BytesIO()
+    other.save(buf, "PNG")
+    foreign_url = "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+    def messages():
+        m = user(tricky, img, img)
+        m[0]["content"].append({"type": "image_url", "image_url": {"url": foreign_url}})
+        return m
+
+    async with backend(server) as b:
+        expected = b.request_body(messages(), max_tokens=9)
+        await b.complete(messages(), max_tokens=9)
+    (body,) = server.stats.bodies
+    assert body == expected
+    assert body["messages"][0]["content"][2]["text"] == tricky
+    got = [im.convert("RGB").tobytes() for im in request_images(body)]
+    assert got == [img.tobytes(), img.tobytes(), other.tobytes()]
+    spliced = body_json.dumps(expected)
+    assert json.loads(spliced) == expected
+    assert b"@rf0@" in spliced  # the prompt's own look-alike of a token is left alone
 
 
 async def test_shared_screenshot_encoded_once_across_concurrent_requests(server):

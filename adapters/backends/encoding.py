@@ -39,7 +39,18 @@ def normalize_format(image_format: str) -> str:
     return name
 
 
-def encode_data_url(image: Image.Image, image_format: str = "png", quality: int = 90) -> str:
+class DataUrl(str):
+    """A data URL this module made: ASCII base64 that JSON never escapes, so a request body can
+    splice it in without scanning it (:mod:`.body_json`)."""
+
+    __slots__ = ()
+
+
+def _data_url(mime: str, data: bytes) -> DataUrl:
+    return DataUrl(b"".join((b"data:", mime.encode(), b";base64,", base64.b64encode(data))).decode("ascii"))
+
+
+def encode_data_url(image: Image.Image, image_format: str = "png", quality: int = 90) -> DataUrl:
     """``data:image/<fmt>;base64,...`` for ``image`` at its own size (W, H unchanged).
 
     ``quality`` (1-100) applies to JPEG and WebP only. Modes a format cannot store are converted
@@ -59,7 +70,7 @@ def encode_data_url(image: Image.Image, image_format: str = "png", quality: int 
     if name == "png" and img.mode in ("RGB", "RGBA", "L"):
         data = _fast_png(img)
         if data is not None:
-            return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+            return _data_url(mime, data)
     buf = io.BytesIO()
     if name == "png":
         # compress_level 1: screenshots compress well already; level 6 costs several times the CPU
@@ -67,7 +78,7 @@ def encode_data_url(image: Image.Image, image_format: str = "png", quality: int 
         img.save(buf, format=pil_format, compress_level=1)
     else:
         img.save(buf, format=pil_format, quality=quality)
-    return f"data:{mime};base64,{base64.b64encode(buf.getvalue()).decode('ascii')}"
+    return _data_url(mime, buf.getvalue())
 
 
 def _fast_png(img: Image.Image) -> bytes | None:

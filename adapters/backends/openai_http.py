@@ -29,6 +29,7 @@ from typing import Any
 from regionfocus.model import Usage
 
 from ..backend import ChatResponse, Message
+from . import body_json
 from .encoding import ImageEncoder, LocalFiles
 
 log = logging.getLogger(__name__)
@@ -222,19 +223,19 @@ class OpenAIBackend:
         back from file:// to data URLs once when the server refuses local files."""
         started = time.perf_counter()
         local = self.local is not None and self._local_ok
-        kwargs, stats = await asyncio.to_thread(self._build, messages, options, local)
+        content, stats = await asyncio.to_thread(self._content, messages, options, local)
         try:
             try:
-                parsed, usage = await self._create(kwargs, parse, started)
+                parsed, usage = await self._create(content, parse, started)
             except BackendError as e:
                 if not (stats.files and e.status == 400):
                     raise
                 # Only a request that goes through with data URLs shows that file:// was what
                 # the server refused (vLLM without --allowed-local-media-path answers 400).
-                kwargs, again = await asyncio.to_thread(self._build, messages, options, False)
+                content, again = await asyncio.to_thread(self._content, messages, options, False)
                 stats.encode_s += again.encode_s
                 stats.image_bytes = again.image_bytes
-                parsed, usage = await self._create(kwargs, parse, started)
+                parsed, usage = await self._create(content, parse, started)
                 if self._local_ok:
                     self._local_ok = False
                     log.warning(
@@ -255,17 +256,23 @@ class OpenAIBackend:
         self.sent["encode_s"] += stats.encode_s
         return parsed, usage
 
-    async def _create(self, kwargs: dict[str, Any], parse: Any, started: float) -> tuple[Any, Usage]:
+    def _content(
+        self, messages: list[Message], options: dict[str, Any], local: bool
+    ) -> tuple[bytes, _WireStats]:
+        """The request's JSON body as bytes (images encoded, data URLs spliced in unscanned)."""
+        kwargs, stats = self._build(messages, options, local)
+        return body_json.dumps(_merged(kwargs)), stats
+
+    async def _create(self, content: bytes, parse: Any, started: float) -> tuple[Any, Usage]:
         """One request with retries; ``parse(completion)`` runs inside the retry (a malformed
         body is retried). Returns (parsed, usage)."""
         from openai.types.chat import ChatCompletion
 
         semaphore = self._bind_loop()
-        # The JSON body as ``create`` would send it, posted through the client's documented
-        # ``post`` (its retries, errors and parsing stay): ``create`` first walks every message
-        # part with typing introspection, ~20 ms of CPU per request with images, a quarter of
-        # the client's CPU at a ~1 MP model size (benchmarks/throughput.py).
-        body = {**{k: v for k, v in kwargs.items() if k != "extra_body"}, **kwargs.get("extra_body", {})}
+        # The JSON body as ``create`` would send it, serialised here and posted through the
+        # client's documented ``post`` (its retries, errors and parsing stay): ``create`` first
+        # walks every message part with typing introspection, ~20 ms of CPU per request with
+        # images, and then escapes every base64 character (benchmarks/client_cpu.py).
         attempts = 0
         while True:
             attempts += 1
@@ -279,8 +286,11 @@ class OpenAIBackend:
                             endpoint.client.post(
                                 "/chat/completions",
                                 cast_to=ChatCompletion,
-                                body=body,
-                                options={"timeout": self.timeout},
+                                content=content,
+                                options={
+                                    "timeout": self.timeout,
+                                    "headers": {"Content-Type": "application/json"},
+                                },
                             ),
                             timeout=self.timeout,
                         )
@@ -354,8 +364,7 @@ class OpenAIBackend:
 
     def request_body(self, messages: list[Message], **options: Any) -> dict[str, Any]:
         """The JSON body the server receives (``extra_body`` merged in, as the client sends it)."""
-        kwargs = self.request_kwargs(messages, **options)
-        return {**{k: v for k, v in kwargs.items() if k != "extra_body"}, **kwargs.get("extra_body", {})}
+        return _merged(self.request_kwargs(messages, **options))
 
     async def aclose(self) -> None:
         if self.local is not None:
@@ -502,6 +511,11 @@ class _WireStats:
     encode_s: float = 0.0
     image_bytes: int = 0
     files: list[str] = field(default_factory=list)
+
+
+def _merged(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``create``'s arguments as the JSON body it sends: ``extra_body`` merged in."""
+    return {**{k: v for k, v in kwargs.items() if k != "extra_body"}, **kwargs.get("extra_body", {})}
 
 
 def _completion_text(completion: Any) -> str:
