@@ -27,6 +27,8 @@ from urllib.parse import unquote, urlparse
 
 from PIL import Image
 
+from . import png
+
 _FORMATS = {"png": ("PNG", "image/png"), "jpeg": ("JPEG", "image/jpeg"), "webp": ("WEBP", "image/webp")}
 _ALIASES = {"jpg": "jpeg"}
 
@@ -82,10 +84,13 @@ def encode_data_url(image: Image.Image, image_format: str = "png", quality: int 
 
 
 def _fast_png(img: Image.Image) -> bytes | None:
-    """Lossless PNG through OpenCV's libpng with the "sub" filter and zlib's RLE strategy at
-    level 1: about a third of Pillow's CPU time at compress_level 1 (whose adaptive filtering
-    dominates) for ~10 % more bytes on 4K screenshots (benchmarks/overhead.py). None when
-    OpenCV lacks the options, so the caller falls back to Pillow."""
+    """Lossless PNG from our own writer (:mod:`.png`, ISA-L deflate), else through OpenCV's
+    libpng with the "sub" filter and zlib's RLE strategy at level 1 (about a third of Pillow's
+    CPU time at compress_level 1, whose adaptive filtering dominates, for ~10 % more bytes on
+    4K screenshots). None when neither can, so the caller falls back to Pillow."""
+    data = png.encode(img)
+    if data is not None:
+        return data
     try:
         import cv2
         import numpy as np
