@@ -31,7 +31,7 @@ from regionfocus.geometry import Box, Point
 from regionfocus.landmarks import draw_landmarks, landmark_extent
 from regionfocus.model import ModelReply, Option, Query, Turn, Verdict
 
-from .backend import ChatBackend, Message
+from .backend import DERIVED_ROWS_KEY, ChatBackend, Message
 from .resize import Resized, ResizeSpec, resize_for_model
 
 Frame = Literal["relative", "absolute"]
@@ -365,6 +365,19 @@ def _starred_patch(
     return crop.resize((mr - ml, mb - mt), Image.Resampling.BICUBIC, box=box), (ml, mt)
 
 
+def _rows_touched(
+    given: tuple[int, int], points: Sequence[Point], labels: Sequence[str] | None, scale: float, sy: float
+) -> tuple[int, int]:
+    """Rows of the model-size copy that stars drawn for ``points`` (pixels of a ``given``-size
+    screenshot) may change, with a margin for antialiasing and rounding."""
+    if not points:
+        return (0, 0)
+    ext = landmark_extent(given, points, labels, scale)
+    return max(0, math.floor(min(b.top for b in ext) * sy) - 8), math.ceil(
+        max(b.bottom for b in ext) * sy
+    ) + 8
+
+
 # ------------------------------------------------------------------ the adapter
 class VlmAdapter:
     """A GroundingModel over a :class:`~adapters.backend.ChatBackend` for one model family.
@@ -645,16 +658,21 @@ class VlmAdapter:
         sx, sy = base.width / given[0], base.height / given[1]
         if base.size == given or not points:  # the model sees the screenshot's own size
             out = draw_landmarks(base, points, labels, scale=scale)
+            rows = _rows_touched(given, points, labels, scale, sy)
         elif min(sx, sy) >= 0.95 or image.size != given:
             # About the model's size (a 4K screenshot at 3836x2156): draw straight on the copy.
             # Pillow draws in edge coordinates (pixel i spans [i, i + 1)), as resampling maps
             # them: a plain scale puts the star where resizing a full-resolution star would.
             mapped = [Point(p.x * sx, p.y * sy) for p in points]
             out = draw_landmarks(base.copy(), mapped, labels, scale=scale, reference=given, in_place=True)
+            rows = _rows_touched(given, points, labels, scale, sy)
         else:
             out = base.copy()
-            out.paste(*_starred_patch(image, base.size, points, labels, scale))
+            patch, (left, top) = _starred_patch(image, base.size, points, labels, scale)
+            out.paste(patch, (left, top))
+            rows = (top, top + patch.height)
         out.info[GIVEN_SIZE_KEY] = given
+        out.info[DERIVED_ROWS_KEY] = (base, *rows)
         return out
 
     async def model_image(self, image: Image.Image) -> Image.Image:

@@ -202,3 +202,30 @@ async def test_stars_added_to_an_annotated_image_stay_in_screenshot_pixels():
     cx1, cy1, _, _ = star_stats(twice, once, at, int(40 * s) + 6)
     # Drawn sharp on the model-size image (not resampled from full resolution): within a pixel.
     assert abs(cx1 - cx0) <= 1.0 and abs(cy1 - cy0) <= 1.0
+
+
+@pytest.mark.parametrize("max_pixels", [None, 1003520])
+async def test_starred_png_reuses_the_screenshots_strips_and_arrives_exact(max_pixels):
+    # The judge's and the choice's images are the model-size copy with a few rows drawn on: the
+    # PNG re-encodes only the strips the stars touch, and the server decodes exactly the
+    # starred image (stars at the top, the bottom and in the middle, labels crowding).
+    from adapters.backends.openai_http import OpenAIBackend
+    from tests.chat_server import ChatServer, request_images
+
+    with ChatServer() as server:
+        backend = OpenAIBackend([server.base_url], model="m", backoff=0.01, timeout=10)
+        adapter = get_adapter(
+            "qwen2.5-vl", backend=backend, **({"max_pixels": max_pixels} if max_pixels else {})
+        )
+        shot = screen()
+        plain = await adapter.model_image(shot)
+        starred = await adapter.annotate(
+            shot, [Point(5, 3), Point(1280, 720), Point(1290, 730), Point(2555, 1437)]
+        )
+        await backend.complete([{"role": "user", "content": [{"type": "image", "image": plain}]}])
+        await backend.complete([{"role": "user", "content": [{"type": "image", "image": starred}]}])
+        await backend.aclose()
+        got = [request_images(b)[0].convert("RGB").tobytes() for b in server.stats.bodies]
+    assert backend.encoder.patched == 1
+    assert got == [plain.tobytes(), starred.tobytes()]
+    assert got[0] != got[1]

@@ -27,6 +27,7 @@ from urllib.parse import unquote, urlparse
 
 from PIL import Image
 
+from ..backend import DERIVED_ROWS_KEY
 from . import png
 
 _FORMATS = {"png": ("PNG", "image/png"), "jpeg": ("JPEG", "image/jpeg"), "webp": ("WEBP", "image/webp")}
@@ -116,12 +117,13 @@ def _fast_png(img: Image.Image) -> bytes | None:
 class _Entry:
     ref: weakref.ref
     url: str
+    strips: png.Strips | None = None  # PNG only: for copies that differ in a few rows
 
 
 class ImageEncoder:
     """Data-URL encoder with a small LRU cache (``cache_size`` images) shared across requests.
 
-    Thread-safe; ``hits``/``misses`` count cache use (the tests and benchmarks read them).
+    Thread-safe; ``hits``/``misses``/``patched`` count cache use (the tests and benchmarks read them).
     """
 
     def __init__(self, image_format: str = "png", quality: int = 90, cache_size: int = 8) -> None:
@@ -135,6 +137,7 @@ class ImageEncoder:
         self._pending: dict[tuple[int, tuple[int, int], str], threading.Lock] = {}
         self.hits = 0
         self.misses = 0
+        self.patched = 0  # PNGs made from an earlier image's strips (DERIVED_ROWS_KEY)
 
     def data_url(self, image: Image.Image) -> str:
         key = (id(image), image.size, image.mode)
@@ -149,11 +152,11 @@ class ImageEncoder:
             with self._lock:
                 url = self._lookup(key, image)
             if url is None:
-                url = encode_data_url(image, self.image_format, self.quality)
+                url, strips = self._encode(image)
                 with self._lock:
                     self.misses += 1
                     if self.cache_size:
-                        self._cache[key] = _Entry(weakref.ref(image), url)
+                        self._cache[key] = _Entry(weakref.ref(image), url, strips)
                         self._cache.move_to_end(key)
                         while len(self._cache) > self.cache_size:
                             self._cache.popitem(last=False)
@@ -161,6 +164,25 @@ class ImageEncoder:
             if self._pending.get(key) is key_lock and not key_lock.locked():
                 del self._pending[key]
         return url
+
+    def _encode(self, image: Image.Image) -> tuple[DataUrl, png.Strips | None]:
+        if self.image_format != "png" or image.mode not in ("RGB", "RGBA", "L") or not png.available():
+            return encode_data_url(image, self.image_format, self.quality), None
+        strips = base = None
+        derived = image.info.get(DERIVED_ROWS_KEY)
+        if derived is not None:
+            original, top, bottom = derived
+            with self._lock:
+                entry = self._cache.get((id(original), original.size, original.mode))
+                if entry is not None and entry.ref() is original:
+                    base = entry.strips
+            if base is not None and (image.size, image.mode) == (base.size, base.mode):
+                strips = base.patched(image, top, bottom)
+                with self._lock:
+                    self.patched += 1
+        if strips is None:
+            strips = png.strips(image)
+        return _data_url("image/png", strips.png()), strips
 
     def _lookup(self, key: tuple[int, tuple[int, int], str], image: Image.Image) -> str | None:
         entry = self._cache.get(key)
