@@ -272,6 +272,7 @@ def _serve(conn, family: str, latency: float, max_concurrency: int | None) -> No
         FamilyResponder(family), latency=latency, max_concurrency=max_concurrency, keep_bodies=False
     )
     srv.start()
+    cpu0 = time.process_time()
     conn.send(srv.base_url)
     conn.recv()  # any message: stop
     st = srv.stats
@@ -279,6 +280,8 @@ def _serve(conn, family: str, latency: float, max_concurrency: int | None) -> No
         "chat_requests": st.chat_requests,
         "max_in_flight": st.max_in_flight,
         "max_active": st.max_active,
+        # The stand-in shares the client's cores here; a real server has its own machine.
+        "cpu_s": time.process_time() - cpu0,
     }
     srv.stop()
     conn.send(stats)
@@ -289,7 +292,7 @@ class ServerProcess:
 
     A real model server runs in another process (usually another machine); running the
     stand-in in-process would make its request parsing compete with the client for the GIL.
-    ``stats`` (chat_requests, max_in_flight, max_active) is filled in on exit."""
+    ``stats`` (chat_requests, max_in_flight, max_active, cpu_s) is filled in on exit."""
 
     def __init__(self, family: str, latency: float, max_concurrency: int | None = None):
         self.args = (family, latency, max_concurrency)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import multiprocessing as mp
+import os
 import resource
 import tempfile
 import time
@@ -50,6 +51,7 @@ class Level:
     cpu_s: float
     peak_rss_mb: float
     server_max_active: list[int]
+    server_cpu_s: float = 0.0  # the stand-in servers' CPU, on the same cores as the client
 
     @property
     def rate(self) -> float:
@@ -187,6 +189,7 @@ def run_level(
         cpu_s=res["cpu_s"],
         peak_rss_mb=res["peak_rss_mb"],
         server_max_active=[s.stats.get("max_active", 0) for s in procs],
+        server_cpu_s=sum(s.stats.get("cpu_s", 0.0) for s in procs),
     )
 
 
@@ -197,8 +200,17 @@ def ideal_rate(in_flight: int, latency: float, servers: int, server_concurrency:
     return min(client, servers * server_concurrency / (8 * latency))
 
 
+def client_bound(lv: Level, ideal: float) -> float:
+    """min(ideal, cores the client had / its CPU s per sample): the most a client of this CPU
+    cost could do here. The stand-in servers run on the same cores (a real one has its own
+    machine), so their share is taken out."""
+    cores = (os.cpu_count() or 1) - lv.server_cpu_s / lv.seconds
+    return min(ideal, max(cores, 0.1) / (lv.cpu_s / lv.samples))
+
+
 def level_row(lv: Level, latency: float, server_concurrency: int | None) -> list:
     ideal = ideal_rate(lv.in_flight, latency, lv.servers, server_concurrency)
+    bound = client_bound(lv, ideal)
     return [
         lv.in_flight,
         lv.servers,
@@ -209,6 +221,9 @@ def level_row(lv: Level, latency: float, server_concurrency: int | None) -> list
         round(ideal, 2),
         f"{100 * lv.rate / ideal:.0f} %",
         round(lv.cpu_s / lv.samples, 3),
+        round(lv.server_cpu_s / lv.samples, 3),
+        round(bound, 2),
+        f"{100 * lv.rate / bound:.0f} %",
         round(lv.peak_rss_mb),
         ",".join(map(str, lv.server_max_active)),
     ]
@@ -224,6 +239,9 @@ HEADERS = [
     "ideal",
     "of ideal",
     "client CPU s/sample",
+    "stand-in server CPU s/sample",
+    "client bound",
+    "of bound",
     "peak RSS MB",
     "server max active",
 ]

@@ -22,6 +22,7 @@ from PIL import Image
 
 from regionfocus.actions import Action
 from regionfocus.agent import RegionFocusAgent, StaticPrediction
+from regionfocus.allocator import keep_freed_buffers
 from regionfocus.config import RegionFocusConfig
 from regionfocus.model import GroundingModel
 from regionfocus.runlog import RunFolder
@@ -210,6 +211,7 @@ async def run_samples(
         raise ValueError(f"--concurrency must be >= 1, got {concurrency}")
     if image_workers is not None and image_workers < 1:
         raise ValueError(f"--image-workers must be >= 1, got {image_workers}")
+    keep_freed_buffers()
     if not isinstance(folder, RunFolder):  # a bare folder: nothing pinned beyond "no settings"
         with RunFolder(folder, {}, {}) as opened:
             return await run_samples(

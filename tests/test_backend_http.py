@@ -132,6 +132,17 @@ def test_encode_formats(fmt, mime):
     assert Image.open(io.BytesIO(base64.b64decode(url.split(",")[1]))).size == (30, 10)
 
 
+@pytest.mark.parametrize("quality", [95, 80])
+def test_jpeg_is_the_bytes_pillow_writes(quality):
+    # Encoded off the GIL by OpenCV, but the file must be the one Pillow makes at this quality.
+    img = Image.effect_noise((301, 173), 70).convert("RGB")
+    img.paste((250, 30, 120), (40, 40, 200, 90))
+    url = encode_data_url(img, "jpeg", quality=quality)
+    buf = io.BytesIO()
+    img.save(buf, "JPEG", quality=quality)
+    assert base64.b64decode(url.split(",", 1)[1]) == buf.getvalue()
+
+
 def test_bad_options_are_named():
     with pytest.raises(ValueError, match="image_format"):
         ImageEncoder("gif")

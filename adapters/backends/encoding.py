@@ -74,6 +74,10 @@ def encode_data_url(image: Image.Image, image_format: str = "png", quality: int 
         data = _fast_png(img)
         if data is not None:
             return _data_url(mime, data)
+    if name == "jpeg" and img.mode == "RGB":
+        data = _jpeg_without_gil(img, quality)
+        if data is not None:
+            return _data_url(mime, data)
     buf = io.BytesIO()
     if name == "png":
         # compress_level 1: screenshots compress well already; level 6 costs several times the CPU
@@ -82,6 +86,21 @@ def encode_data_url(image: Image.Image, image_format: str = "png", quality: int 
     else:
         img.save(buf, format=pil_format, quality=quality)
     return _data_url(mime, buf.getvalue())
+
+
+def _jpeg_without_gil(img: Image.Image, quality: int) -> bytes | None:
+    """The JPEG Pillow writes (same libjpeg-turbo settings: baseline, 4:2:0, no optimisation;
+    the same bytes, tests/test_backend_http.py), from OpenCV, which lets go of the GIL while it
+    encodes: Pillow holds it for the whole ~30 ms of a 4K image, so concurrent requests could
+    not encode on more than one core (benchmarks/throughput.py)."""
+    try:
+        import cv2
+        import numpy as np
+    except ImportError:  # pragma: no cover - opencv-python-headless is a dependency
+        return None
+    bgr = cv2.cvtColor(np.asarray(img), cv2.COLOR_RGB2BGR)
+    ok, buf = cv2.imencode(".jpg", bgr, [cv2.IMWRITE_JPEG_QUALITY, int(quality)])
+    return buf.tobytes() if ok else None
 
 
 def _fast_png(img: Image.Image) -> bytes | None:
