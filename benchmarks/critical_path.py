@@ -5,8 +5,9 @@ The real adapter and OpenAIBackend talk to the local chat-completions server
 the family's own format, so every parse succeeds and the round runs in full: focal point ->
 4 candidates in parallel -> choice. Ideal wall time 3·L; the sequential reference code takes
 6·L. The static predict path (act, self-judge "no", then the round) is ideally 5·L (8·L
-sequentially). Each repeat uses a fresh copy of the screenshot, so no cache carries over
-between samples.
+sequentially); "round in predict" is the round as it runs there, after the act and judge calls
+have sized and encoded the screenshot (the round alone pays for that before its first call).
+Each repeat uses a fresh copy of the screenshot, so no cache carries over between samples.
 
     .venv/bin/python -m benchmarks.critical_path [--latency 0.5 --latency 1.0] [--repeats 3]
 """
@@ -27,8 +28,29 @@ async def _measure(adapter, screens, repeats: int) -> dict[str, list[float]]:
     rf = RegionFocus(adapter)
     agent = RegionFocusAgent(adapter)
     out: dict[str, list[float]] = {
-        k: [] for k in ("round", "predict", "round_calls", "predict_calls", "round_cpu", "predict_cpu")
+        k: []
+        for k in (
+            "round",
+            "predict",
+            "inner",
+            "round_calls",
+            "predict_calls",
+            "round_cpu",
+            "predict_cpu",
+            "inner_cpu",
+        )
     }
+    refine = agent.regionfocus.refine
+
+    async def timed_refine(*args, **kwargs):
+        t0, c0 = time.perf_counter(), time.process_time()
+        try:
+            return await refine(*args, **kwargs)
+        finally:
+            out["inner"].append(time.perf_counter() - t0)
+            out["inner_cpu"].append(time.process_time() - c0)
+
+    agent.regionfocus.refine = timed_refine
     for i in range(repeats):
         shot = screens[i % len(screens)].copy()
         t0, c0 = time.perf_counter(), time.process_time()
@@ -85,6 +107,7 @@ def main(argv: list[str] | None = None) -> list[list]:
 
             res = asyncio.run(run())
         rnd, pred = statistics.median(res["round"]), statistics.median(res["predict"])
+        inner = statistics.median(res["inner"])
         ms = adapter.input_size(screens[0].size)
         label = f"{args.family} {ms[0]}x{ms[1]} {'local' if args.local else args.format}"
         rows.append(
@@ -98,6 +121,19 @@ def main(argv: list[str] | None = None) -> list[list]:
                 round(rnd / (6 * lat), 3),
                 round(1000 * (rnd - 3 * lat)),
                 round(statistics.median(res["round_cpu"]), 3),
+            ]
+        )
+        rows.append(
+            [
+                label,
+                "round in predict",
+                lat,
+                res["round_calls"][0],
+                round(inner, 3),
+                round(inner / (3 * lat), 3),
+                round(inner / (6 * lat), 3),
+                round(1000 * (inner - 3 * lat)),
+                round(statistics.median(res["inner_cpu"]), 3),
             ]
         )
         rows.append(

@@ -29,7 +29,7 @@ _MMAP_THRESHOLD = 64 << 20  # buffers up to a 4K image's bytes come from the hea
 _done = False
 
 
-def keep_freed_buffers(cap_mb: int = 512) -> None:
+def keep_freed_buffers(cap_mb: int = 256) -> None:
     """Once per process; later calls do nothing."""
     global _done
     if _done:
