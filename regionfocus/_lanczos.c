@@ -127,24 +127,88 @@ clip8(int32_t v) {
     return v < 0 ? 0 : (v > 255 ? 255 : (uint8_t)v);
 }
 
-/* rows x w_in RGB -> rows x w_out RGB. tb: w_in * 3 * BLOCK bytes of scratch. */
+#if defined(__SSE2__)
+#include <emmintrin.h>
+/* A 16x16 block of bytes transposed: row i of src (src_stride apart) becomes column i of dst
+ * (rows dst_stride apart). Four rounds of interleaving vector i with vector i + 8 do it. */
+static inline void
+transpose16(const uint8_t *src, size_t src_stride, uint8_t *dst, size_t dst_stride) {
+    __m128i x[16], y[16];
+    for (int i = 0; i < 16; i++) {
+        x[i] = _mm_loadu_si128((const __m128i *)(src + i * src_stride));
+    }
+    for (int round = 0; round < 4; round++) {
+        for (int i = 0; i < 8; i++) {
+            y[2 * i] = _mm_unpacklo_epi8(x[i], x[i + 8]);
+            y[2 * i + 1] = _mm_unpackhi_epi8(x[i], x[i + 8]);
+        }
+        memcpy(x, y, sizeof(x));
+    }
+    for (int i = 0; i < 16; i++) {
+        _mm_storeu_si128((__m128i *)(dst + i * dst_stride), x[i]);
+    }
+}
+#endif
+
+/* BLOCK rows of len bytes (stride apart) -> t[i * BLOCK + r]: the rows side by side. */
+static void
+to_columns(const uint8_t *rows, size_t stride, int len, uint8_t *t) {
+    int i = 0;
+#if defined(__SSE2__) && BLOCK == 16
+    for (; i + 16 <= len; i += 16) {
+        transpose16(rows + i, stride, t + (size_t)i * BLOCK, BLOCK);
+    }
+#endif
+    for (; i < len; i++) {
+        for (int r = 0; r < BLOCK; r++) {
+            t[(size_t)i * BLOCK + r] = rows[r * stride + i];
+        }
+    }
+}
+
+/* t[i * BLOCK + r] -> BLOCK rows of len bytes (stride apart): back to rows. */
+static void
+to_rows(const uint8_t *t, int len, uint8_t *rows, size_t stride) {
+    int i = 0;
+#if defined(__SSE2__) && BLOCK == 16
+    for (; i + 16 <= len; i += 16) {
+        transpose16(t + (size_t)i * BLOCK, BLOCK, rows + i, stride);
+    }
+#endif
+    for (; i < len; i++) {
+        for (int r = 0; r < BLOCK; r++) {
+            rows[r * stride + i] = t[(size_t)i * BLOCK + r];
+        }
+    }
+}
+
+/* rows x w_in RGB -> rows x w_out RGB. Scratch: tb of w_in * 3 * BLOCK bytes, ot of
+ * w_out * 3 * BLOCK bytes, pad of BLOCK * 3 * max(w_in, w_out) bytes. BLOCK rows are turned into columns, so that one output pixel's taps read
+ * BLOCK x 3 contiguous bytes for every tap, and the results are turned back into rows. The
+ * last, short block goes through a padded copy. */
 VECTOR_CLONES static void
 pass_horizontal(
-    const uint8_t *src, int w_in, int rows, uint8_t *dst, int w_out, const Weights *w, uint8_t *tb
+    const uint8_t *src,
+    int w_in,
+    int rows,
+    uint8_t *dst,
+    int w_out,
+    const Weights *w,
+    uint8_t *tb,
+    uint8_t *ot,
+    uint8_t *pad
 ) {
     const int32_t half = 1 << (PRECISION_BITS - 1);
+    const size_t in_stride = (size_t)w_in * 3, out_stride = (size_t)w_out * 3;
     int32_t acc[3 * BLOCK];
     for (int y0 = 0; y0 < rows; y0 += BLOCK) {
         int n = rows - y0 < BLOCK ? rows - y0 : BLOCK;
         if (n < BLOCK) {
-            memset(tb, 0, (size_t)w_in * 3 * BLOCK);
-        }
-        /* tb[(x * 3 + c) * BLOCK + r]: one input pixel's channels for BLOCK rows in a run */
-        for (int r = 0; r < n; r++) {
-            const uint8_t *row = src + (size_t)(y0 + r) * w_in * 3;
-            for (int i = 0; i < w_in * 3; i++) {
-                tb[(size_t)i * BLOCK + r] = row[i];
-            }
+            memset(pad, 0, BLOCK * in_stride);
+            memcpy(pad, src + (size_t)y0 * in_stride, (size_t)n * in_stride);
+            to_columns(pad, in_stride, (int)in_stride, tb);
+        } else {
+            to_columns(src + (size_t)y0 * in_stride, in_stride, (int)in_stride, tb);
         }
         for (int xx = 0; xx < w_out; xx++) {
             int xmin = w->bounds[2 * xx], xmax = w->bounds[2 * xx + 1];
@@ -159,12 +223,16 @@ pass_horizontal(
                     acc[i] += p[i] * kt;
                 }
             }
-            for (int r = 0; r < n; r++) {
-                uint8_t *o = dst + ((size_t)(y0 + r) * w_out + xx) * 3;
-                o[0] = clip8(acc[r]);
-                o[1] = clip8(acc[BLOCK + r]);
-                o[2] = clip8(acc[2 * BLOCK + r]);
+            uint8_t *o = ot + (size_t)xx * 3 * BLOCK;
+            for (int i = 0; i < 3 * BLOCK; i++) {
+                o[i] = clip8(acc[i]);
             }
+        }
+        if (n < BLOCK) {
+            to_rows(ot, (int)out_stride, pad, out_stride);
+            memcpy(dst + (size_t)y0 * out_stride, pad, (size_t)n * out_stride);
+        } else {
+            to_rows(ot, (int)out_stride, dst + (size_t)y0 * out_stride, out_stride);
         }
     }
 }
@@ -197,7 +265,7 @@ pass_vertical(const uint8_t *src, int w3, uint8_t *dst, int h_out, const Weights
 static int
 resample(const uint8_t *src, int w, int h, uint8_t *dst, int ow, int oh) {
     Weights wv = {0}, wh = {0};
-    uint8_t *tmp = NULL, *tb = NULL;
+    uint8_t *tmp = NULL, *tb = NULL, *ot = NULL, *pad = NULL;
     int32_t *acc = NULL;
     int status = -1;
     int need_h = ow != w, need_v = oh != h;
@@ -217,10 +285,12 @@ resample(const uint8_t *src, int w, int h, uint8_t *dst, int ow, int oh) {
         }
         uint8_t *target = need_v ? (tmp = malloc((size_t)(last - first) * ow * 3)) : dst;
         tb = malloc((size_t)w * 3 * BLOCK);
-        if (!target || !tb) {
+        ot = malloc((size_t)ow * 3 * BLOCK);
+        pad = malloc((size_t)BLOCK * 3 * (w > ow ? w : ow));
+        if (!target || !tb || !ot || !pad) {
             goto done;
         }
-        pass_horizontal(src + (size_t)first * w * 3, w, last - first, target, ow, &wh, tb);
+        pass_horizontal(src + (size_t)first * w * 3, w, last - first, target, ow, &wh, tb, ot, pad);
         rows = target;
     }
     if (need_v) {
@@ -235,6 +305,8 @@ resample(const uint8_t *src, int w, int h, uint8_t *dst, int ow, int oh) {
     status = 0;
 done:
     free(acc);
+    free(pad);
+    free(ot);
     free(tb);
     free(tmp);
     weights_free(&wv);
