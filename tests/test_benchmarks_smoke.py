@@ -19,6 +19,11 @@ def table_rows(out: str, title: str) -> list[list[str]]:
     return [[c.strip() for c in ln.strip("|").split("|")] for ln in lines]
 
 
+def table_headers(out: str, title: str) -> list[str]:
+    block = out.split(f"### {title}", 1)[1].split("\n\n", 2)[1]
+    return [c.strip() for c in block.splitlines()[0].strip("|").split("|")]
+
+
 def test_family_responder_answers_what_each_adapter_parses():
     from adapters.backends.encoding import encode_data_url
     from adapters.registry import get_adapter
@@ -80,9 +85,9 @@ def test_critical_path_runs_a_full_round_over_http(capsys):
     )
     out = capsys.readouterr().out
     printed = table_rows(out, "Critical path through HTTP")
-    assert [r[1] for r in printed] == ["round", "predict"]
-    # focal + 4 candidates + choice; act + judge + the same round
-    assert [r[3] for r in rows] == [6, 8]
+    assert [r[1] for r in printed] == ["round", "round in predict", "predict"]
+    # focal + 4 candidates + choice (alone and inside predict); act + judge + the same round
+    assert [r[3] for r in rows] == [6, 6, 8]
     assert all(float(r[4]) > 0 for r in printed)
 
 
@@ -121,7 +126,13 @@ def test_throughput_and_scale_out_print_their_rows(capsys):
     rows = table_rows(out, "Throughput")
     assert [(r[0], r[2]) for r in rows] == [("2", "4")]  # 2 in flight, 2 per slot
     assert all(r[3] == "0" for r in rows)  # no failed samples
-    assert all(int(r[9]) > 0 for r in rows)  # peak RSS reported
+    headers = table_headers(out, "Throughput")
+    for r in rows:
+        cell = dict(zip(headers, r, strict=True))
+        assert int(cell["peak RSS MB"]) > 0
+        assert float(cell["stand-in server CPU s/sample"]) > 0
+        # the client's bound is a positive rate no higher than the ideal
+        assert 0 < float(cell["client bound"]) <= float(cell["ideal"])
     rows = table_rows(out, "Scale-out")
     assert [r[1] for r in rows] == ["1", "2"] and all(r[3] == "0" for r in rows)
     assert re.fullmatch(r"\d+\.\d\dx", rows[1][-1])
