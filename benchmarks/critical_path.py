@@ -106,49 +106,28 @@ def main(argv: list[str] | None = None) -> list[list]:
                 return res
 
             res = asyncio.run(run())
-        rnd, pred = statistics.median(res["round"]), statistics.median(res["predict"])
-        inner = statistics.median(res["inner"])
         ms = adapter.input_size(screens[0].size)
         label = f"{args.family} {ms[0]}x{ms[1]} {'local' if args.local else args.format}"
-        rows.append(
-            [
-                label,
-                "round",
-                lat,
-                res["round_calls"][0],
-                round(rnd, 3),
-                round(rnd / (3 * lat), 3),
-                round(rnd / (6 * lat), 3),
-                round(1000 * (rnd - 3 * lat)),
-                round(statistics.median(res["round_cpu"]), 3),
-            ]
-        )
-        rows.append(
-            [
-                label,
-                "round in predict",
-                lat,
-                res["round_calls"][0],
-                round(inner, 3),
-                round(inner / (3 * lat), 3),
-                round(inner / (6 * lat), 3),
-                round(1000 * (inner - 3 * lat)),
-                round(statistics.median(res["inner_cpu"]), 3),
-            ]
-        )
-        rows.append(
-            [
-                label,
-                "predict",
-                lat,
-                res["predict_calls"][0],
-                round(pred, 3),
-                round(pred / (5 * lat), 3),
-                round(pred / (8 * lat), 3),
-                round(1000 * (pred - 5 * lat)),
-                round(statistics.median(res["predict_cpu"]), 3),
-            ]
-        )
+        # (path, wall key, CPU key, calls key, ideal and sequential wall in units of L)
+        for path, wall, cpu, calls, ideal, sequential in (
+            ("round", "round", "round_cpu", "round_calls", 3, 6),
+            ("round in predict", "inner", "inner_cpu", "round_calls", 3, 6),
+            ("predict", "predict", "predict_cpu", "predict_calls", 5, 8),
+        ):
+            w = statistics.median(res[wall])
+            rows.append(
+                [
+                    label,
+                    path,
+                    lat,
+                    res[calls][0],
+                    round(w, 3),
+                    round(w / (ideal * lat), 3),
+                    round(w / (sequential * lat), 3),
+                    round(1000 * (w - ideal * lat)),
+                    round(statistics.median(res[cpu]), 3),
+                ]
+            )
     print_table(
         f"Critical path through HTTP (median of {args.repeats}; ideal = 3·L round, 5·L predict; "
         "sequential = 6·L, 8·L)",
