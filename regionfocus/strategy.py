@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Protocol, runtime_checkable
 
@@ -304,6 +304,38 @@ async def ground_view(
     if point is None:
         return None, view
     return clamp_point(view.transform.view_to_screen(point), screenshot.size), view
+
+
+async def refine_in_crops(
+    ledger: Ledger,
+    model: GroundingModel,
+    source: ViewSource,
+    screenshot: Image.Image,
+    instruction: str,
+    zoom: str,
+    point: Point | None,
+    rounds: int,
+    next_crop: Callable[[Box, Point, int], Box | None],
+    kind: str,
+) -> Point | None:
+    """The loop of the crop-and-ask strategies (iterative narrowing, iterative focusing): each
+    round shows ``next_crop(previous crop, current point, round)`` (None ends the loop; it
+    notes why) and takes the point found there; a round that finds none keeps the last point."""
+    crop = full_box(screenshot.size)
+    for r in range(1, rounds + 1):
+        if point is None:
+            break
+        nxt = next_crop(crop, point, r)
+        if nxt is None:
+            break
+        crop = nxt
+        new, _ = await ground_view(ledger, model, source, screenshot, crop, instruction, zoom, f"{kind}[{r}]")
+        ledger.step(round=r, crop=crop, point=new)
+        if new is None:
+            ledger.note(f"round {r}: no point in the crop; the previous point stands")
+            break
+        point = new
+    return point
 
 
 async def ground_full(

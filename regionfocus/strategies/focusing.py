@@ -14,7 +14,7 @@ from PIL import Image
 from ..actions import Action
 from ..geometry import Box, Point
 from ..model import GroundingModel
-from ..strategy import Ledger, StrategyResult, first_point, full_box, ground_view, view_source
+from ..strategy import Ledger, StrategyResult, first_point, refine_in_crops, view_source
 from ..views import ViewSource
 
 
@@ -50,21 +50,15 @@ class IterativeFocusing:
         ledger = Ledger(self.name, model, baseline)
         source = view_source(model, screenshot, views, self.zoom)
         point = await first_point(ledger, model, screenshot, instruction)
-        view = full_box(screenshot.size)
-        for r in range(1, self.rounds + 1):
-            if point is None:
-                break
+
+        def next_crop(view: Box, point: Point, r: int) -> Box | None:
             nxt = quadrant(view, point)
             if min(nxt.width, nxt.height) < self.min_side:
                 ledger.note(f"round {r}: a quadrant would be under {self.min_side:g} px; stopped")
-                break
-            view = nxt
-            new, _ = await ground_view(
-                ledger, model, source, screenshot, view, instruction, self.zoom, f"focus[{r}]"
-            )
-            ledger.step(round=r, crop=view, point=new)
-            if new is None:
-                ledger.note(f"round {r}: no point in the quadrant; the previous point stands")
-                break
-            point = new
+                return None
+            return nxt
+
+        point = await refine_in_crops(
+            ledger, model, source, screenshot, instruction, self.zoom, point, self.rounds, next_crop, "focus"
+        )
         return ledger.finish(point)

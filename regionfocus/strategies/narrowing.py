@@ -15,7 +15,7 @@ from PIL import Image
 
 from ..actions import Action
 from ..model import GroundingModel
-from ..strategy import Ledger, StrategyResult, box_inside, first_point, full_box, ground_view, view_source
+from ..strategy import Ledger, StrategyResult, box_inside, first_point, refine_in_crops, view_source
 from ..views import ViewSource
 
 
@@ -52,18 +52,17 @@ class IterativeNarrowing:
         ledger = Ledger(self.name, model, baseline)
         source = view_source(model, screenshot, views, self.zoom)
         point = await first_point(ledger, model, screenshot, instruction)
-        view = full_box(screenshot.size)
         rx, ry = self.portrait_ratio if screenshot.width < screenshot.height else self.ratio
-        for r in range(1, self.rounds + 1):
-            if point is None:
-                break
-            view = box_inside(point, view.width * rx, view.height * ry, view)
-            new, _ = await ground_view(
-                ledger, model, source, screenshot, view, instruction, self.zoom, f"narrow[{r}]"
-            )
-            ledger.step(round=r, crop=view, point=new)
-            if new is None:
-                ledger.note(f"round {r}: no point in the crop; the previous point stands")
-                break
-            point = new
+        point = await refine_in_crops(
+            ledger,
+            model,
+            source,
+            screenshot,
+            instruction,
+            self.zoom,
+            point,
+            self.rounds,
+            lambda view, point, r: box_inside(point, view.width * rx, view.height * ry, view),
+            "narrow",
+        )
         return ledger.finish(point)
