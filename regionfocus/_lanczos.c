@@ -29,6 +29,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifndef M_PI /* MSVC without _USE_MATH_DEFINES; the same double as math.h's */
+#define M_PI 3.14159265358979323846
+#endif
+
 #define PRECISION_BITS 22
 #define BLOCK 16 /* rows transposed together in the horizontal pass */
 
