@@ -185,23 +185,31 @@ class ImageEncoder:
         return url
 
     def _encode(self, image: Image.Image) -> tuple[DataUrl, png.Strips | None]:
-        if self.image_format != "png" or image.mode not in ("RGB", "RGBA", "L") or not png.available():
-            return encode_data_url(image, self.image_format, self.quality), None
-        strips = base = None
-        derived = image.info.get(DERIVED_ROWS_KEY)
-        if derived is not None:
-            original, top, bottom = derived
-            with self._lock:
-                entry = self._cache.get((id(original), original.size, original.mode))
-                if entry is not None and entry.ref() is original:
-                    base = entry.strips
-            if base is not None and (image.size, image.mode) == (base.size, base.mode):
-                strips = base.patched(image, top, bottom)
-                with self._lock:
-                    self.patched += 1
+        """The data URL, and for PNG the strips a starred copy of ``image`` can reuse. A PNG our
+        writer cannot make (no ``isal``, another mode) goes through :func:`encode_data_url`."""
+        strips = None
+        if self.image_format == "png":
+            strips = self._patched(image) or png.strips(image)
         if strips is None:
-            strips = png.strips(image)
+            return encode_data_url(image, self.image_format, self.quality), None
         return _data_url("image/png", strips.png()), strips
+
+    def _patched(self, image: Image.Image) -> png.Strips | None:
+        """``image``'s strips from the cached ones of the image it was drawn from
+        (:data:`DERIVED_ROWS_KEY`), or None."""
+        derived = image.info.get(DERIVED_ROWS_KEY)
+        if derived is None:
+            return None
+        original, top, bottom = derived
+        with self._lock:
+            entry = self._cache.get((id(original), original.size, original.mode))
+            base = entry.strips if entry is not None and entry.ref() is original else None
+        if base is None or (image.size, image.mode) != (base.size, base.mode):
+            return None
+        strips = base.patched(image, top, bottom)
+        with self._lock:
+            self.patched += 1
+        return strips
 
     def _lookup(self, key: tuple[int, tuple[int, int], str], image: Image.Image) -> str | None:
         entry = self._cache.get(key)
