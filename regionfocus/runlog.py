@@ -11,15 +11,29 @@ from these two files, atomically, and can be rebuilt from them at any time. A cr
 only the last line short: reading ignores it and the next append truncates it away.
 
 The same error policy holds for every harness: a sample or task that failed is recorded with
-``status: "error"`` and stays in the denominator; resuming keeps it unless the caller asks to
-retry errors (``--retry-errors``).
+``status: "error"`` and stays in the denominator; one that finished but lost some of the model
+calls it needed (a failed judge, a zoomed view, a choice) is ``status: "partial"``, kept with
+its best answer and counted apart. Resuming keeps both unless the caller asks to retry them
+(``--retry-errors``).
+
+The log never refuses a record: numbers JSON cannot hold (NaN, infinities) are written as null
+and text with invalid code points (lone surrogates) has them replaced; a record that still
+cannot be written becomes an error record for its id and the run goes on.
+
+One process writes a run folder at a time: :class:`RunFolder` holds an advisory lock on
+``RUN_DIR/.lock`` (``flock``) for its lifetime, and a second one is refused at once with the
+holder's pid (:class:`RunFolderBusy`).
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import math
 import os
-import tempfile
+import secrets
+import socket
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -27,14 +41,38 @@ from typing import Any, Literal
 SCHEMA_VERSION = 2  # 1: records before the shared log (no schema_version field)
 RECORDS = "records.jsonl"
 CONFIG = "config.json"
+LOCK = ".lock"
+
+# A record with one of these statuses is rerun by ``--retry-errors``.
+RETRY_STATUSES = frozenset({"error", "partial"})
+
+log = logging.getLogger(__name__)
 
 # Settings that existed in older run folders and no longer change anything: ignored when an old
 # folder's pinned configuration is compared with today's.
 RETIRED_KEYS = frozenset({"regionfocus.seed"})
 
 
+# Settings pinned since a later release, with the value every earlier folder ran with; a folder
+# pinned before them compares as if it had pinned that value. ``UNKNOWN``: what earlier folders
+# used cannot be told (it depended on the model), so an absent key is not compared.
+UNKNOWN = object()
+ADDED_KEYS: dict[str, Any] = {
+    "request.image_format": "png",
+    "request.image_quality": None,
+    "request.transport": "data-url",
+    "request.family": UNKNOWN,
+    "request.resize": UNKNOWN,
+    "request.max_tokens": UNKNOWN,
+}
+
+
 class RunFolderError(ValueError):
     """The run folder cannot be used as asked (corrupt records, a different configuration)."""
+
+
+class RunFolderBusy(RunFolderError):
+    """Another process holds the run folder's lock."""
 
 
 # ------------------------------------------------------------------------------ atomic writes
@@ -43,10 +81,15 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     readers see the old file or the new one, never half of either."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    # Created 0666 so the kernel applies the process's umask itself (results are meant to be
+    # shared; mkstemp's 0600 would need the umask, and reading it means setting it, a race
+    # with other threads). A file being replaced keeps its own mode.
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:
-        os.chmod(tmp, _file_mode(path))  # mkstemp makes 0600; results are meant to be shared
         with os.fdopen(fd, "wb") as f:
+            if path.exists():
+                os.chmod(tmp, path.stat().st_mode & 0o777)
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
@@ -75,14 +118,6 @@ def atomic_save_png(path: str | Path, image: Any) -> None:
     atomic_write_bytes(path, buf.getvalue())
 
 
-def _file_mode(path: Path) -> int:
-    if path.exists():
-        return path.stat().st_mode & 0o777
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
-
-
 def read_json(path: str | Path, default: Any = None) -> Any:
     """A JSON file, ``default`` when it does not exist, a clear error when it is not JSON."""
     path = Path(path)
@@ -103,7 +138,7 @@ class RunRecord:
     read ``records.jsonl`` line by line see plain records."""
 
     id: str
-    status: Literal["ok", "error"] = "ok"
+    status: Literal["ok", "partial", "error"] = "ok"
     error: str | None = None
     body: dict[str, Any] = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
@@ -169,6 +204,29 @@ def read_records(path: str | Path) -> list[dict[str, Any]]:
     return list({r["id"]: r for r in records}.values())
 
 
+def json_safe(value: Any) -> Any:
+    """``value`` with what strict JSON and UTF-8 cannot hold made harmless: non-finite floats
+    become None, lone surrogates in strings (and keys) become U+FFFD. A model or a page wrote
+    most of a record, so either can turn up anywhere in it."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, str):
+        return _clean_text(value)
+    if isinstance(value, dict):
+        return {(_clean_text(k) if isinstance(k, str) else k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def _clean_text(text: str) -> str:
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:  # lone surrogates: the only str that UTF-8 refuses
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
 class RecordLog:
     """Appends records to a JSONL file durably (write, flush, fsync per record)."""
 
@@ -180,13 +238,29 @@ class RecordLog:
             if good_end < self.path.stat().st_size:
                 with open(self.path, "r+b") as f:  # drop the torn tail before appending
                     f.truncate(good_end)
-        self._f = open(self.path, "a", encoding="utf-8")
+        # Unbuffered: a failed write must not leave bytes in a buffer that a later flush adds.
+        self._f = open(self.path, "ab", buffering=0)
 
     def append(self, record: dict[str, Any] | RunRecord) -> dict[str, Any]:
+        """Write one record as one line and return it as stored (non-finite numbers as null,
+        invalid code points replaced). Raises only when the record cannot be serialised at all
+        (an object JSON has no form for) or the disk refuses the write; the file is then left
+        as it was."""
         data = record.to_json() if isinstance(record, RunRecord) else RunRecord.from_json(record).to_json()
-        self._f.write(json.dumps(data, ensure_ascii=False, allow_nan=False) + "\n")
-        self._f.flush()
-        os.fsync(self._f.fileno())
+        data = json_safe(data)
+        line = (json.dumps(data, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
+        start = self._f.tell()
+        try:
+            view = memoryview(line)
+            while view:
+                view = view[self._f.write(view) :]
+            os.fsync(self._f.fileno())
+        except BaseException:
+            try:  # a line cut short would glue itself to the next record
+                self._f.truncate(start)
+            except OSError:
+                pass  # the next open drops the torn tail
+            raise
         return data
 
     def close(self) -> None:
@@ -213,9 +287,16 @@ def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def config_diff(pinned: dict[str, Any], now: dict[str, Any]) -> list[str]:
-    """One line per setting that differs, key by key (retired settings ignored)."""
+    """One line per setting that differs, key by key (retired settings ignored; a setting
+    pinned only since a later release compares as the value earlier folders ran with)."""
     before = {k: v for k, v in flatten(pinned).items() if k not in RETIRED_KEYS}
     after = flatten(json.loads(json.dumps(now)))  # tuples -> lists, as they were stored
+    for k, default in ADDED_KEYS.items():
+        if k not in before and k in after:
+            if default is UNKNOWN:
+                after.pop(k)
+            else:
+                before[k] = default
     return [
         f"{k}: {before.get(k)!r} in the folder, {after.get(k)!r} now"
         for k in sorted(set(before) | set(after))
@@ -234,6 +315,12 @@ def pin_config(
     run_dir = Path(run_dir)
     path = run_dir / CONFIG
     old = read_json(path)
+    if old is None and read_records(run_dir / RECORDS):
+        raise RunFolderError(
+            f"{run_dir} holds records but no {CONFIG}, so nothing says which settings produced "
+            f"them and resuming could mix two experiments; start a fresh folder with {fresh_hint} DIR "
+            f"(or put back the folder's {CONFIG})"
+        )
     if old is not None and (run_dir / RECORDS).exists():
         if not isinstance(old, dict) or "identity" not in old:
             raise RunFolderError(
@@ -257,6 +344,65 @@ def read_config(run_dir: str | Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+class FolderLock:
+    """An exclusive advisory lock on ``root/.lock`` (``flock``), held until :meth:`release` or
+    the process ends (the kernel drops it even on SIGKILL, so a stale lock cannot block a
+    resume). The file names the holder (pid, host, start time) for the message a second
+    process gets; not its command line, which may carry a credential. Where ``fcntl`` does not
+    exist (Windows) nothing is locked."""
+
+    def __init__(self, root: Path, fresh_hint: str = "--out"):
+        self.path = root / LOCK
+        self._fd: int | None = None
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX
+            return
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _read_holder(fd)
+            os.close(fd)
+            raise RunFolderBusy(
+                f"{root} is in use by another run ({holder}); two writers would corrupt its "
+                f"records. Wait for that run to finish or stop it, then rerun to resume, or choose "
+                f"another folder with {fresh_hint} DIR"
+            ) from None
+        except BaseException:
+            os.close(fd)
+            raise
+        os.ftruncate(fd, 0)
+        info = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
+        os.write(fd, (json.dumps(json_safe(info)) + "\n").encode("utf-8"))
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            # Closing drops the flock; the file stays (unlinking it would race a process that
+            # has opened it and is about to lock it).
+            os.close(self._fd)
+            self._fd = None
+
+
+def _read_holder(fd: int) -> str:
+    try:
+        info = json.loads(os.pread(fd, 4096, 0).decode("utf-8", "replace") or "{}")
+    except ValueError:
+        info = {}
+    if not isinstance(info, dict) or "pid" not in info:
+        return "holder unknown"
+    if info["pid"] == os.getpid() and info.get("host") == socket.gethostname():
+        return f"pid {info['pid']}, this process: close the folder it opened first"
+    where = f" on {info['host']}" if info.get("host") and info["host"] != socket.gethostname() else ""
+    since = f", since {info['started']}" if info.get("started") else ""
+    return f"pid {info['pid']}{where}{since}"
+
+
 class RunFolder:
     """A run folder opened for a run: pinned configuration, finished records, an open log.
 
@@ -274,16 +420,35 @@ class RunFolder:
     ):
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
-        pin_config(self.root, identity, invocation, fresh_hint=fresh_hint)
-        self.records: dict[str, dict[str, Any]] = {r["id"]: r for r in read_records(self.root / RECORDS)}
-        self.done = {
-            i: r for i, r in self.records.items() if not (retry_errors and r.get("status") == "error")
-        }
-        self.log = RecordLog(self.root / RECORDS)
+        # The lock comes first: opening the log cuts a torn last line, which is only torn when
+        # nobody is still writing it.
+        self._lock = FolderLock(self.root, fresh_hint)
+        try:
+            pin_config(self.root, identity, invocation, fresh_hint=fresh_hint)
+            self.records: dict[str, dict[str, Any]] = {r["id"]: r for r in read_records(self.root / RECORDS)}
+            self.done = {
+                i: r
+                for i, r in self.records.items()
+                if not (retry_errors and r.get("status") in RETRY_STATUSES)
+            }
+            self.log = RecordLog(self.root / RECORDS)
+        except BaseException:
+            self._lock.release()
+            raise
 
     def add(self, record: dict[str, Any] | RunRecord) -> dict[str, Any]:
-        """Append ``record`` durably and return it as stored."""
-        data = self.log.append(record)
+        """Append ``record`` durably and return it as stored. A record that cannot be written
+        (an object JSON has no form for, a disk that refuses it) is replaced by an error record
+        for the same id, so the sample stays in the denominator and ``--retry-errors`` reruns it;
+        only when that fails too does this raise."""
+        try:
+            data = self.log.append(record)
+        except (ValueError, TypeError, RecursionError, OSError) as e:
+            rid = record.id if isinstance(record, RunRecord) else str(record.get("id"))
+            log.error("%s: could not write the record of %s (%s); recorded as an error", self.root, rid, e)
+            data = self.log.append(
+                RunRecord(rid, "error", f"the record could not be written: {type(e).__name__}: {e}")
+            )
         self.records.pop(data["id"], None)
         self.records[data["id"]] = data
         self.done[data["id"]] = data
@@ -291,6 +456,7 @@ class RunFolder:
 
     def close(self) -> None:
         self.log.close()
+        self._lock.release()
 
     def __enter__(self) -> RunFolder:
         return self

@@ -266,13 +266,16 @@ def test_resume_refuses_different_settings_and_keeps_finished(tmp_path):
     rd = _fake_run(
         tmp_path, [{"id": "A--0", "web_name": "A", "steps": 1}, {"id": "A--1", "web_name": "A", "error": "x"}]
     )
+    rd.close()  # one writer per folder: each reopening below comes after the last one closed
     again = RunDir(tmp_path)
     again.open({"agent": "ocr", "regionfocus_enabled": True, "viewport": [600, 400]})
     # an error is kept (and counted) on resume, and run again only when asked
     assert again.finished("A--0") and again.finished("A--1") and not again.finished("A--2")
+    again.close()
     retry = RunDir(tmp_path, retry_errors=True)
     retry.open({"agent": "ocr", "regionfocus_enabled": True, "viewport": [600, 400]})
     assert retry.finished("A--0") and not retry.finished("A--1")
+    retry.close()
     with pytest.raises(ValueError, match="regionfocus_enabled: True in the folder, False now"):
         RunDir(tmp_path).open({"agent": "ocr", "regionfocus_enabled": False, "viewport": [600, 400]})
     rd.write_results()
@@ -417,7 +420,9 @@ def test_resume_with_another_regionfocus_setting_stops_with_the_diff(tmp_path):
     rd.open(first)
     rd.record({"id": "A--0", "web_name": "A", "error": None})
     rd.close()
-    RunDir(tmp_path).open({**first, "concurrency": 4})  # same experiment, more in flight: fine
+    more = RunDir(tmp_path)
+    more.open({**first, "concurrency": 4})  # same experiment, more in flight: fine
+    more.close()
     with pytest.raises(ValueError) as e:
         RunDir(tmp_path).open({**first, "regionfocus": {"proposer": "sam", "rounds_per_sample": 1}})
     assert "regionfocus.proposer: 'fixed' in the folder, 'sam' now" in str(e.value)
@@ -433,5 +438,6 @@ def test_a_folder_of_the_earlier_layout_is_converted(tmp_path):
     assert (
         rd.results["A--1"]["status"] == "error" and rd.results["A--0"]["schema_version"] == 1
     )  # as written then
+    rd.close()
     with pytest.raises(ValueError, match="viewport"):
         RunDir(tmp_path).open({"agent": "ocr", "viewport": [800, 400]})
