@@ -143,3 +143,28 @@ def build_model(args: argparse.Namespace, concurrency: int = 1, coat=None) -> Gr
 
         model = CoatModel(model, coat)
     return model
+
+
+def request_identity(model: GroundingModel) -> dict:
+    """What shapes every request the model is sent, beyond the flags a harness pins by name:
+    the family, its resize rule (the pixels the model sees), the answer budget, and how images
+    travel (format, lossy quality, data URL or local file). A run folder pins it, so a resume
+    cannot mix PNG and JPEG samples or two pixel budgets. In-process agents with no backend
+    carry only their family."""
+    inner = getattr(model, "inner", None) or model  # CoatModel wraps the family's adapter
+    out: dict = {"family": type(inner).__name__}
+    resize = getattr(inner, "resize", None)
+    if resize is not None:
+        out["resize"] = [resize.factor, resize.min_pixels, resize.max_pixels]
+    if getattr(inner, "max_tokens", None) is not None:
+        out["max_tokens"] = inner.max_tokens
+    backend = getattr(inner, "backend", None)
+    encoder = getattr(backend, "encoder", None)
+    if encoder is not None:
+        out["image_format"] = encoder.image_format
+        # Quality means nothing to a lossless format: a changed --image-quality beside PNG is
+        # not a different experiment.
+        out["image_quality"] = encoder.quality if encoder.image_format != "png" else None
+        local = getattr(backend, "local", None)
+        out["transport"] = "data-url" if local is None else f"local-{local.image_format}"
+    return out

@@ -59,10 +59,14 @@ def _child(conn, opts: dict[str, Any]) -> None:
         agent = RegionFocusAgent(adapter)
 
         async def go():
-            await run_samples(samples[:1], agent, root / "warm", concurrency=1, progress=False)
+            await run_samples(
+                samples[:1], agent, root / "warm", concurrency=1, progress=False, tune_allocator=True
+            )
             sent0 = dict(getattr(adapter.backend, "sent", {}) or {})
             c0 = time.process_time()
-            recs = await run_samples(samples[1:], agent, root / "run", concurrency=1, progress=False)
+            recs = await run_samples(
+                samples[1:], agent, root / "run", concurrency=1, progress=False, tune_allocator=True
+            )
             cpu = time.process_time() - c0
             sent = getattr(adapter.backend, "sent", None)
             await adapter.backend.aclose()

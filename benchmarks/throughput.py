@@ -113,10 +113,17 @@ def _level_child(conn, opts: dict[str, Any]) -> None:
 
         async def go():
             # Warm-up outside the clock: client pools, fonts, imports.
-            await run_samples(samples[:1], agent, root / "warmup", concurrency=1, progress=False)
+            await run_samples(
+                samples[:1], agent, root / "warmup", concurrency=1, progress=False, tune_allocator=True
+            )
             c0, t0 = time.process_time(), time.perf_counter()
             recs = await run_samples(
-                samples, agent, root / "run", concurrency=opts["in_flight"], progress=False
+                samples,
+                agent,
+                root / "run",
+                concurrency=opts["in_flight"],
+                progress=False,
+                tune_allocator=True,
             )
             seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
             await adapter.backend.aclose()

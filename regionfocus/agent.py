@@ -53,6 +53,13 @@ class StaticPrediction:
         calls = self.all_calls
         return bool(calls) and all(c.error for c in calls)
 
+    @property
+    def lost_calls(self) -> list[CallRecord]:
+        """The calls that failed. Some but not all: the answer is the best the calls that did
+        answer allow (a failed judge keeps the baseline, a failed view drops its candidate), so
+        the sample is partial, not ok."""
+        return [c for c in self.all_calls if c.error]
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "baseline": self.baseline.to_dict() if self.baseline else None,
@@ -80,6 +87,11 @@ class LiveDecision:
     @property
     def all_calls(self) -> list[CallRecord]:
         return self.calls + (self.round.calls if self.round else [])
+
+    @property
+    def lost_calls(self) -> list[CallRecord]:
+        """Calls of this step that failed (a step whose round lost calls is partial)."""
+        return [c for c in self.all_calls if c.error]
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -185,7 +185,7 @@ def _builder():
 
 
 def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
-    from adapters.cli_args import build_model
+    from adapters.cli_args import build_model, request_identity
     from regionfocus.cliargs import config_from_args
 
     from .dataset import Selection, load_dataset
@@ -239,12 +239,13 @@ def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
                 out,
                 enabled=not args.no_regionfocus,
                 concurrency=args.concurrency,
-                identity=_identity(args, data_dir),
+                identity={**_identity(args, data_dir), "request": request_identity(model)},
                 invocation=invocation,
                 progress=False if args.no_progress else None,
                 retry_errors=args.retry_errors,
                 strategies=strategies,
                 image_workers=args.image_workers,
+                tune_allocator=True,
             )
         finally:
             if owned:

@@ -59,7 +59,7 @@ def peer_names(records: Sequence[dict[str, Any]]) -> list[str]:
 def details_for(records: Sequence[dict[str, Any]], row: str) -> list[dict[str, Any]]:
     """Official detail entries for ``row`` ("baseline", "final", or a peer strategy's name).
     Error samples stay in, scored wrong, and carry our ``status``/``error`` beside the
-    official keys."""
+    official keys; partial samples are scored as answered and carry what they lost as ``error``."""
     out = []
     for r in records:
         res = r[row] if row in ("baseline", "final") else strategies.row_result(r, row)
@@ -67,7 +67,7 @@ def details_for(records: Sequence[dict[str, Any]], row: str) -> list[dict[str, A
             res = {"point": None, "raw_response": "", "correctness": "wrong"}
         d = detail(r["sample"], res["point"], res["raw_response"], res["correctness"])
         if r["status"] != "ok":
-            d.update(status=r["status"], error=r.get("error"))
+            d.update(status=r["status"], error=r.get("error") or r.get("lost"))
         out.append(d)
     return out
 
@@ -143,8 +143,9 @@ def app_table_markdown(rows: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> 
 
 # ----------------------------------------------------------------------------- statistics
 def outcome(rec: dict[str, Any]) -> str:
-    """How the sample moved: "error", "wrong→right", "right→wrong", "right→right", "wrong→wrong"."""
-    if rec["status"] != "ok":
+    """How the sample moved: "error", "wrong→right", "right→wrong", "right→right", "wrong→wrong".
+    A partial sample (some model calls failed) moved as its recorded answers say."""
+    if rec["status"] == "error":
         return "error"
     b = "right" if rec["baseline"]["correctness"] == CORRECT else "wrong"
     f = "right" if rec["final"]["correctness"] == CORRECT else "wrong"
@@ -172,8 +173,10 @@ def run_stats(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     triggered = [r for r in records if r.get("trigger")]
     return {
         "n": n,
-        "errors": sum(r["status"] != "ok" for r in records),
-        "error_examples": [f"{r['id']}: {r.get('error')}" for r in records if r["status"] != "ok"][:5],
+        "errors": sum(r["status"] == "error" for r in records),
+        "partial": sum(r["status"] == "partial" for r in records),
+        "error_examples": [f"{r['id']}: {r.get('error')}" for r in records if r["status"] == "error"][:5],
+        "partial_examples": [f"{r['id']}: {r.get('lost')}" for r in records if r["status"] == "partial"][:5],
         "triggered": len(triggered),
         "trigger_rate": len(triggered) / n if n else 0.0,
         "triggers": dict(Counter(r["trigger"] for r in triggered)),
@@ -208,7 +211,9 @@ def summary_markdown(
         "",
         f"{done}; {who or 'agent unknown'}; data: {ident.get('data', 'unknown')}.",
         "Accuracy in %, a point is right when it falls inside the target box (edges inclusive).",
-        f"Errors (counted wrong, kept in the denominator): {s['errors']}.",
+        f"Errors (counted wrong, kept in the denominator): {s['errors']}. "
+        f"Partial (some model calls failed; scored as answered, kept in the denominator): {s['partial']}."
+        + (" `--retry-errors` reruns both." if s["errors"] or s["partial"] else ""),
         "",
         "## Table 1 layout",
         "",
@@ -253,6 +258,8 @@ def summary_markdown(
         ]
     if s["error_examples"]:
         lines += ["## Errors (first 5)", ""] + [f"- {e}" for e in s["error_examples"]] + [""]
+    if s["partial_examples"]:
+        lines += ["## Partial samples (first 5)", ""] + [f"- {e}" for e in s["partial_examples"]] + [""]
     if ident:
         lines += ["## Configuration", "", "```"]
         lines += [f"{k} = {json.dumps(v, ensure_ascii=False)}" for k, v in flatten(ident).items()]
@@ -447,10 +454,13 @@ def _sample_card(rec: dict[str, Any], images: str | None) -> str:
         imgs = images
     else:
         imgs = f"<p class=err>screenshot not available: {_e(s['img_path'])}</p>"
-    err = f"<p class=err>error: {_e(rec.get('error'))}</p>" if rec["status"] != "ok" else ""
+    err = f"<p class=err>error: {_e(rec.get('error'))}</p>" if rec["status"] == "error" else ""
+    if rec["status"] == "partial":
+        err = f"<p class=err>partial: {_e(rec.get('lost'))}</p>"
+    partial = ' <span class="badge partial">partial</span>' if rec["status"] == "partial" else ""
     return (
-        f'<section class="card" {data_attrs(group=s["group"], app=s["application"], outcome=oc)}>'
-        f'<h3>{_e(rec["id"])} <span class="badge {_e(oc.replace("→", "-"))}">{_e(oc)}</span></h3>'
+        f'<section class="card" {data_attrs(group=s["group"], app=s["application"], outcome=oc, status=rec["status"])}>'
+        f'<h3>{_e(rec["id"])} <span class="badge {_e(oc.replace("→", "-"))}">{_e(oc)}</span>{partial}</h3>'
         f"<p class=meta>{_e(s['group'])} · {_e(s['application'])} · {_e(s['platform'])} · "
         f"{_e(s['ui_type'])} · {_e(s['lang'])}</p>"
         f"<p class=inst>{_e(s['instruction'])}</p>{err}"
@@ -537,7 +547,10 @@ def html_report(
         "<span>□ RegionFocus boxes</span></p>"
     )
     body = (
-        f"<p>{len(records)} samples. Accuracy in %."
+        f"<p>{len(records)} samples"
+        + f" ({sum(r['status'] == 'error' for r in records)} errors, counted wrong; "
+        + f"{sum(r['status'] == 'partial' for r in records)} partial: some model calls failed)."
+        + " Accuracy in %."
         + (
             f" Screenshots embedded for {len(records) - omitted} samples (errors and flips first); "
             "`regionfocus screenspot-pro report RUN_DIR --max-images N` embeds more."
@@ -546,7 +559,12 @@ def html_report(
         )
         + f"</p>{_html_table(rows)}{_strategies_html(records)}<h2>Samples</h2>{legend}"
         + filter_bar(
-            [("group", "group", groups), ("app", "application", apps), ("outcome", "outcome", outcomes)],
+            [
+                ("group", "group", groups),
+                ("app", "application", apps),
+                ("outcome", "outcome", outcomes),
+                ("status", "status", ["ok", "partial", "error"]),
+            ],
             len(records),
         )
         + cards

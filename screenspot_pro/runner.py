@@ -4,7 +4,9 @@ Each sample gets one :meth:`RegionFocusAgent.predict` call, whose initial predic
 baseline and whose final answer is "+ RegionFocus": both come out of the same pass. Finished
 samples are appended to ``records.jsonl`` at once; rerunning skips every id already there, so a
 crash or Ctrl-C costs only the samples in flight. A sample that raised or whose model calls all
-failed is recorded with status "error" and scored wrong for both rows, never dropped.
+failed is recorded with status "error" and scored wrong for both rows, never dropped; one that
+lost some of its calls (a judge, a view, a choice, a peer strategy's call) is "partial": scored
+as answered, with what it lost in ``lost``, and rerun by ``--retry-errors``.
 """
 
 from __future__ import annotations
@@ -69,6 +71,9 @@ def make_record(
     if pred is not None and failed and error is None:
         errors = [c.error for c in pred.all_calls if c.error]
         error = f"all {len(errors)} model call(s) failed; first: {errors[0]}"
+    lost = _lost(pred, (extra or {}).get("strategies") or {}) if status == "ok" else None
+    if lost:
+        status = "partial"
     calls = pred.all_calls if pred is not None else []
     baseline_text = next((c.text for c in calls if c.kind == "act"), "")
     rows = {}
@@ -90,6 +95,7 @@ def make_record(
         "sample": meta,
         "status": status,
         "error": error,
+        "lost": lost,
         "baseline": rows["baseline"],
         "final": rows["final"],
         "verdict": pred.verdict.value if pred and pred.verdict else None,
@@ -104,6 +110,28 @@ def make_record(
         "trace": pred.to_dict() if pred else None,
         **(extra or {}),
     }
+
+
+def _lost(pred: StaticPrediction | None, peers: dict[str, Any]) -> str | None:
+    """What a sample lost: the failed calls of its prediction and the peer strategies that
+    failed or lost calls, in one line; None when every call it needed answered."""
+    parts = []
+    lost = pred.lost_calls if pred is not None else []
+    if lost:
+        kinds = ", ".join(dict.fromkeys(c.kind for c in lost))
+        parts.append(
+            f"{len(lost)} of {len(pred.all_calls)} model call(s) failed ({kinds}); first: {lost[0].error}"
+        )
+    for name, row in peers.items():
+        trace_calls = (row.get("trace") or {}).get("calls") or []
+        failed_calls = [c for c in trace_calls if c.get("error")]
+        if row.get("error"):
+            parts.append(f"strategy {name} failed: {row['error']}")
+        elif failed_calls:
+            parts.append(
+                f"strategy {name}: {len(failed_calls)} call(s) failed; first: {failed_calls[0]['error']}"
+            )
+    return "; ".join(parts) or None
 
 
 def _load_rgb(path: Path) -> Image.Image:
@@ -193,6 +221,7 @@ async def run_samples(
     progress: bool | None = None,
     strategies: Sequence[str] = (REGIONFOCUS,),
     image_workers: int | None = None,
+    tune_allocator: bool = False,
 ) -> list[dict[str, Any]]:
     """Run every sample not yet finished in ``folder`` with at most ``concurrency`` in flight;
     return the records of ``samples`` (old and new) in dataset order. ``folder``: an open
@@ -206,12 +235,17 @@ async def run_samples(
     start (64 decoded 4K screenshots at once at ``--concurrency 64``, each ~0.1 s of CPU and
     25 MB); with it samples enter one core's worth at a time and the next sample's decode
     overlaps the others' model calls.
+
+    ``tune_allocator``: keep freed image buffers for reuse (process-wide malloc and Pillow
+    settings, :mod:`regionfocus.allocator`); the command line turns it on, a library caller
+    decides for its own process.
     """
     if concurrency < 1:
         raise ValueError(f"--concurrency must be >= 1, got {concurrency}")
     if image_workers is not None and image_workers < 1:
         raise ValueError(f"--image-workers must be >= 1, got {image_workers}")
-    keep_freed_buffers()
+    if tune_allocator:
+        keep_freed_buffers()
     if not isinstance(folder, RunFolder):  # a bare folder: nothing pinned beyond "no settings"
         with RunFolder(folder, {}, {}) as opened:
             return await run_samples(
@@ -222,6 +256,7 @@ async def run_samples(
                 progress=progress,
                 strategies=strategies,
                 image_workers=image_workers,
+                tune_allocator=tune_allocator,
             )
     wanted = {s.id for s in samples}
     pending = [s for s in samples if s.id not in folder.done]
@@ -259,6 +294,7 @@ async def run_screenspot(
     retry_errors: bool = False,
     strategies: Sequence[str] | None = None,
     image_workers: int | None = None,
+    tune_allocator: bool = False,
 ) -> list[dict[str, Any]]:
     """Pin the run's config to ``run_dir`` (refusing a different one), run what is missing and
     write results.json, results_baseline.json, summary.md and report.html atomically.
@@ -283,6 +319,7 @@ async def run_screenspot(
             progress=progress,
             strategies=names,
             image_workers=image_workers,
+            tune_allocator=tune_allocator,
         )
     write_reports(run_dir, n_selected=len(samples))
     return records

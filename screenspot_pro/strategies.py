@@ -158,10 +158,10 @@ def comparison(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     for name in rows_of(records):
         results = [row_result(r, name) for r in records]
         right = [
-            res is not None and res.get("correctness") == CORRECT and r["status"] == "ok"
+            res is not None and res.get("correctness") == CORRECT and r["status"] != "error"
             for r, res in zip(records, results, strict=True)
         ]
-        base = [r["baseline"]["correctness"] == CORRECT and r["status"] == "ok" for r in records]
+        base = [r["baseline"]["correctness"] == CORRECT and r["status"] != "error" for r in records]
 
         def acc(mask: Sequence[bool], right=right) -> float | None:
             sel = [x for x, m in zip(right, mask, strict=True) if m]

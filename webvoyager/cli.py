@@ -259,7 +259,7 @@ def run_main(argv: list[str]) -> int:
         from regionfocus.strategies import get_strategy
 
         refiner = None if args.strategy == "regionfocus" else get_strategy(args.strategy)
-        from adapters.cli_args import build_model
+        from adapters.cli_args import build_model, request_identity
 
         model = build_model(args, concurrency=args.concurrency, coat=coat)
         browser = Browser(args.browser)
@@ -290,6 +290,7 @@ def run_main(argv: list[str]) -> int:
         "dialogs": args.dialogs,
         "temperature": args.temperature,
         "regionfocus_version": __version__,
+        "request": request_identity(model),
     }
     if args.observation != "screenshot":  # pinned only when used: earlier folders resume
         config["observation"] = args.observation

@@ -37,6 +37,7 @@ def _group_stats(records: list[dict]) -> dict:
         "mean_reward": round(mean(rewards), 4) if rewards else None,
         "answered": sum(1 for r in records if r.get("answer")),
         "errors": sum(1 for r in records if r.get("error")),
+        "partial": sum(1 for r in records if r.get("status") == "partial"),
         "mean_steps": round(mean(r.get("steps", 0) for r in records), 3) if n else 0.0,
         "regionfocus_rounds": sum(r.get("regionfocus_rounds", 0) for r in records),
         "rounds_per_task": round(mean(r.get("regionfocus_rounds", 0) for r in records), 3) if n else 0.0,
@@ -78,8 +79,8 @@ def summary_markdown(summary: dict) -> str:
         f"# WebVoyager run: {summary.get('agent') or '?'} "
         f"({'+ RegionFocus' if rf else 'baseline' if rf is not None else '?'})",
         "",
-        "| site | tasks | success % | mean reward | answered | errors | mean steps | RF rounds/task | triggers/task |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| site | tasks | success % | mean reward | answered | errors | partial | mean steps | RF rounds/task | triggers/task |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     rows = list(summary["sites"].items()) + [("**overall**", summary["overall"])]
     for site, s in rows:
@@ -87,7 +88,7 @@ def summary_markdown(summary: dict) -> str:
         reward = "-" if s["mean_reward"] is None else f"{s['mean_reward']:.3f}"
         lines.append(
             f"| {site} | {s['tasks']} | {_pct(s['success_rate'])} | {reward} | {s['answered']} | "
-            f"{s['errors']} | {s['mean_steps']:.2f} | {s['rounds_per_task']:.2f} | {trig} |"
+            f"{s['errors']} | {s.get('partial', 0)} | {s['mean_steps']:.2f} | {s['rounds_per_task']:.2f} | {trig} |"
         )
     judge = summary.get("judge")
     if judge:
@@ -142,6 +143,11 @@ def _task_html(root: Path, rec: dict, default_size: tuple[int, int]) -> str:
         + (f", reward {rec['reward']:.3f}" if isinstance(rec.get("reward"), (int, float)) else "")
         + "</span>"
         + (f" <span class='err'>error: {e(str(rec['error']))}</span>" if rec.get("error") else "")
+        + (
+            f" <span class='err'>partial: {e(str(rec.get('lost')))}</span>"
+            if rec.get("status") == "partial"
+            else ""
+        )
         + "</summary>"
     )
     body = []
@@ -188,7 +194,10 @@ def _task_html(root: Path, rec: dict, default_size: tuple[int, int]) -> str:
             + "</div></div>"
         )
     outcome = {True: "success", False: "failure"}.get(rec.get("success"), "not judged")
-    attrs = data_attrs(site=rec.get("web_name", "?"), outcome=outcome if not rec.get("error") else "error")
+    status = "error" if rec.get("error") else rec.get("status") or "ok"
+    attrs = data_attrs(
+        site=rec.get("web_name", "?"), outcome=outcome if not rec.get("error") else "error", status=status
+    )
     return f"<details class='card' {attrs}>{head}{''.join(body)}</details>"
 
 
@@ -215,7 +224,8 @@ def write_report(run_dir: str | Path) -> Path:
     for site, s in list(summary["sites"].items()) + [("overall", summary["overall"])]:
         rows.append(
             f"<tr><td>{escape(site)}</td><td>{s['tasks']}</td><td>{_pct(s['success_rate'])}</td>"
-            f"<td>{s['errors']}</td><td>{s['mean_steps']:.2f}</td><td>{s['rounds_per_task']:.2f}</td>"
+            f"<td>{s['errors']}</td><td>{s.get('partial', 0)}</td><td>{s['mean_steps']:.2f}</td>"
+            f"<td>{s['rounds_per_task']:.2f}</td>"
             f"<td>{escape(', '.join(f'{k} {v}' for k, v in s['triggers'].items()) or '-')}</td></tr>"
         )
     title = (
@@ -223,13 +233,17 @@ def write_report(run_dir: str | Path) -> Path:
     )
     sites = sorted({r.get("web_name", "?") for r in records})
     body = (
-        "<table><tr><th>site</th><th>tasks</th><th>success %</th><th>errors</th>"
+        "<table><tr><th>site</th><th>tasks</th><th>success %</th><th>errors</th><th>partial</th>"
         "<th>mean steps</th><th>RF rounds/task</th><th>triggers</th></tr>" + "".join(rows) + "</table>"
         "<p class='legend'><span>red ring: executed action</span><span>pink stars: RegionFocus candidates "
         "(black outline: chosen)</span><span>grey stars: history (tried, no effect)</span>"
         "<span>cyan cross: focal point</span><span>coloured boxes: zoomed regions</span></p>"
         + filter_bar(
-            [("site", "site", sites), ("outcome", "outcome", ["success", "failure", "not judged", "error"])],
+            [
+                ("site", "site", sites),
+                ("outcome", "outcome", ["success", "failure", "not judged", "error"]),
+                ("status", "status", ["ok", "partial", "error"]),
+            ],
             len(records),
         )
         + "".join(_task_html(root, r, default_size) for r in records)

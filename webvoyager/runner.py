@@ -4,7 +4,8 @@ The loop itself is the core's (:func:`regionfocus.loop.run_episode`, written aga
 environment protocol); here each task becomes a :class:`~webvoyager.task_env.TaskEnv`, each
 step is written to the task folder as it happens (rundir.py documents the layout), and each
 task's record goes to the run log. A task that fails (a page that will not load, a crashed
-renderer, an unexpected error) is recorded with its error and the run goes on.
+renderer, an unexpected error) is recorded with its error and the run goes on; one whose steps
+lost model calls is recorded as partial (rerun by ``--retry-errors``).
 """
 
 from __future__ import annotations
@@ -149,6 +150,7 @@ async def run_task(
     status = episode.status
     instruction = episode.instruction or task.ques
     triggers = Counter(s["trigger"] for s in steps if s.get("trigger"))
+    lost = [(s.n, c) for s in episode.steps for c in s.decision.lost_calls]
     record = {
         "id": task.id,
         "web_name": task.web_name,
@@ -172,6 +174,12 @@ async def run_task(
         "wall_s": round(episode.wall_s, 3),
         "folder": task.folder,
     }
+    if lost and not ending.error:
+        # Some step decided without every call it asked for (a RegionFocus round that lost a
+        # view or its choice): the task ran to its end, but not as the model would have run it.
+        kinds = ", ".join(dict.fromkeys(f"step {n} {c.kind}" for n, c in lost))
+        record["status"] = "partial"
+        record["lost"] = f"{len(lost)} model call(s) failed ({kinds}); first: {lost[0][1].error}"
     recorder.save(record, instruction)
     official = [{"text": s.decision.text, "action": s.decision.action} for s in episode.steps]
     write_json(folder / "interact_messages.json", interact_messages(instruction, task.web, official))
