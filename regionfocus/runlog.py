@@ -31,6 +31,7 @@ import json
 import logging
 import math
 import os
+import re
 import secrets
 import socket
 import time
@@ -219,12 +220,15 @@ def json_safe(value: Any) -> Any:
     return value
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _clean_text(text: str) -> str:
     try:
         text.encode("utf-8")
         return text
-    except UnicodeEncodeError:  # lone surrogates: the only str that UTF-8 refuses
-        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    except UnicodeEncodeError:  # surrogates: the only code points UTF-8 refuses; one U+FFFD each
+        return _SURROGATE.sub("\ufffd", text)
 
 
 class RecordLog:

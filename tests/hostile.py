@@ -1,0 +1,110 @@
+"""A hostile server for the harness tests: a model-like responder that misbehaves on chosen
+calls of chosen samples, the way a real server does under load or a real model does now and
+then.
+
+``Hostile(inner, sample_of, faults)`` wraps any responder of :class:`tests.chat_server.ChatServer`
+(a callable from the request body to a Reply). ``sample_of(text)`` names the sample a request
+belongs to (None: not one of ours). ``faults`` maps ``(sample, call)`` to a fault, where
+``call`` is the kind of request within that sample's pass:
+
+* ``"act"``: the sample's first grounding request (the baseline);
+* ``"view"``: every later grounding request of the sample (the zoomed views of a round);
+* ``"judge"``, ``"focal"``, ``"choose"``: our own requests, told apart by their markers
+  (:func:`tests.model_like.request_kind`).
+
+Faults: ``"500"`` (an HTTP 500 on every attempt, so the client's retries are spent too), or a
+reply the model writes: ``"nan"`` (a Qwen tool call with a "nan" number), ``"inf"`` (JSON
+``1e999`` coordinates), ``"nan-literal"`` (bare ``NaN``/``Infinity`` JSON constants),
+``"surrogate"`` (the inner answer with a lone surrogate escaped into the JSON text),
+``"huge"`` (a 300 KB reply of fragments that tempt backtracking regexes), and ``"nan-usage"``
+(the inner answer with non-finite token counts in ``usage``).
+
+``seen`` counts what was answered per (sample, call, fault), so a test proves the faults fired.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .chat_server import Reply, request_text
+from .model_like import request_kind
+
+__all__ = ["HUGE_REPLY_BYTES", "Hostile", "colour_sample_of", "hostile_text"]
+
+HUGE_REPLY_BYTES = 300_000
+
+
+def hostile_text(fault: str) -> str:
+    """The answer text of a content fault, written as a model would write it."""
+    if fault == "nan":
+        args = '{"action": "wait", "time": "nan"}'
+        return f'The page is loading.\n<tool_call>\n{{"name": "computer_use", "arguments": {args}}}\n</tool_call>'
+    if fault == "inf":
+        args = '{"action": "left_click", "coordinate": [1e999, 12]}'
+        return f'<tool_call>\n{{"name": "computer_use", "arguments": {args}}}\n</tool_call>'
+    if fault == "nan-literal":
+        args = '{"action": "left_click", "coordinate": [NaN, Infinity]}'
+        return f'<tool_call>\n{{"name": "computer_use", "arguments": {args}}}\n</tool_call>'
+    if fault == "huge":
+        # Openers without closers, digits and separators: what makes `.*?` patterns rescan.
+        chunk = 'Action: click(start_box=\'(<point>12 {"coordinate": [3, <tool_call>{"action": (4,'
+        text = "Let me think about where the swatch is. " + chunk * (HUGE_REPLY_BYTES // len(chunk) + 1)
+        return text[:HUGE_REPLY_BYTES]
+    raise ValueError(f"not a content fault: {fault!r}")
+
+
+@dataclass
+class Hostile:
+    inner: Callable[[dict[str, Any]], Any]
+    sample_of: Callable[[str], str | None]
+    faults: dict[tuple[str, str], str] = field(default_factory=dict)
+    seen: Counter = field(default_factory=Counter)
+    _grounding: Counter = field(default_factory=Counter)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def call_of(self, sample: str, text: str) -> str:
+        kind = request_kind(text)
+        if kind != "ground":
+            return kind
+        with self._lock:
+            self._grounding[sample] += 1
+            return "act" if self._grounding[sample] == 1 else "view"
+
+    def __call__(self, body: dict[str, Any]) -> Reply:
+        text = request_text(body)
+        sample = self.sample_of(text)
+        call = self.call_of(sample, text) if sample is not None else None
+        fault = self.faults.get((sample, call)) if sample is not None else None
+        if fault is None:
+            return self.inner(body)
+        with self._lock:
+            self.seen[(sample, call, fault)] += 1
+        if fault == "500":
+            return Reply.server_error(500)
+        if fault in ("surrogate", "nan-usage"):
+            reply = self.inner(body)
+            reply = Reply.text(reply) if isinstance(reply, str) else reply
+            if fault == "nan-usage":
+                reply.prompt_tokens = float("nan")
+                reply.completion_tokens = float("inf")
+                return reply
+            # json.dumps escapes a lone surrogate as "\ud800": valid JSON text that decodes to
+            # a str UTF-8 cannot encode, exactly what a client gets from such a server.
+            reply.content = "\ud800 " + (reply.content or "") + " \udfff"
+            return reply
+        return Reply.text(hostile_text(fault))
+
+
+def colour_sample_of(ids_by_colour: dict[str, str]) -> Callable[[str], str | None]:
+    """``sample_of`` for the colour-swatch data sets: the request names the swatch's colour."""
+
+    def sample_of(text: str) -> str | None:
+        m = re.search(r"#([0-9a-f]{6})", text)
+        return ids_by_colour.get(m.group(1)) if m else None
+
+    return sample_of
