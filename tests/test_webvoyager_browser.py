@@ -389,3 +389,53 @@ async def test_cli_killed_mid_run_then_resumed_runs_each_episode_once(tmp_path):
     assert sorted(ids) == [f"click-button--{k}" for k in range(4)]
     results = json.loads((out / "results.json").read_text())
     assert len(results) == 4 and all(r["raw_reward"] in (-1, 1) for r in results)
+
+
+async def test_a_round_that_lost_view_calls_makes_the_task_partial_until_retried(browser, site, tmp_path):
+    tasks = [t for t in load_tasks(_write_tasks(tmp_path / "tasks.jsonl", site)) if t.id == "Local--1"]
+
+    async def plan(image, query, n):
+        return click(200, 600) if n == 1 else Action(ActionType.FINISHED, text="done")
+
+    class LosesViews(ScriptedModel):
+        """A server that fails the first ``lose`` zoomed-view calls (a 500 once retries ran out)."""
+
+        lose = 2
+
+        async def act(self, image, query, *, zoomed=False):
+            if zoomed and self.lose > 0:
+                self.lose -= 1
+                raise RuntimeError("HTTP 500: scripted server error")
+            return await super().act(image, query, zoomed=zoomed)
+
+    settings = RunSettings(max_steps=4, viewport=(800, 800), progress=False)
+    cfg = {"agent": "scripted", "regionfocus_enabled": True}
+    run = RunDir(tmp_path / "run")
+    run.open(cfg)
+    flaky = LosesViews(plan, focal=Point(600, 420))
+    (rec,) = await run_tasks(
+        tasks, lambda: RegionFocusAgent(flaky, RegionFocusConfig()), run, browser, settings
+    )
+    run.close()
+    # The two views left still found the button: the task ran to its end, but not on every call.
+    assert rec["error"] is None and rec["answer"] == "done"
+    assert (
+        rec["status"] == "partial" and "2 model call(s) failed" in rec["lost"] and "candidate" in rec["lost"]
+    )
+    write_report(tmp_path / "run")
+    overall = next(
+        ln for ln in (tmp_path / "run" / "summary.md").read_text().splitlines() if "**overall**" in ln
+    )
+    cells = [c.strip() for c in overall.strip("|").split("|")]
+    assert (cells[5], cells[6]) == ("0", "1")  # errors, partial
+    assert 'data-status="partial"' in (tmp_path / "run" / "report.html").read_text()
+
+    again = RunDir(tmp_path / "run", retry_errors=True)
+    again.open(cfg)
+    assert not again.finished("Local--1")  # partial: rerun by --retry-errors
+    healthy = ScriptedModel(plan, focal=Point(600, 420))
+    (rec2,) = await run_tasks(
+        tasks, lambda: RegionFocusAgent(healthy, RegionFocusConfig()), again, browser, settings
+    )
+    again.close()
+    assert rec2.get("status", "ok") == "ok" and rec2["answer"] == "done" and healthy.zoomed_calls == 4
