@@ -35,6 +35,7 @@ import re
 import secrets
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -106,8 +107,9 @@ def atomic_write_text(path: str | Path, text: str) -> None:
 
 def atomic_write_json(path: str | Path, data: Any, *, ascii: bool = False) -> None:
     """Indented JSON. ``ascii=True`` escapes every non-ASCII character as ``\\uXXXX``
-    (json.dump's default, which the official WebVoyager runner keeps in its message files)."""
-    atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=ascii) + "\n")
+    (json.dump's default, which the official WebVoyager runner keeps in its message files).
+    Strict JSON in valid UTF-8 whatever the data holds (:func:`json_safe`)."""
+    atomic_write_text(path, json.dumps(json_safe(data), indent=2, ensure_ascii=ascii, allow_nan=False) + "\n")
 
 
 def atomic_save_png(path: str | Path, image: Any) -> None:
@@ -440,19 +442,24 @@ class RunFolder:
             self._lock.release()
             raise
 
-    def add(self, record: dict[str, Any] | RunRecord) -> dict[str, Any]:
+    def add(
+        self,
+        record: dict[str, Any] | RunRecord,
+        *,
+        fallback: Callable[[str], dict[str, Any] | RunRecord] | None = None,
+    ) -> dict[str, Any]:
         """Append ``record`` durably and return it as stored. A record that cannot be written
         (an object JSON has no form for, a disk that refuses it) is replaced by an error record
-        for the same id, so the sample stays in the denominator and ``--retry-errors`` reruns it;
-        only when that fails too does this raise."""
+        for the same id, so the sample stays in the denominator and ``--retry-errors`` reruns it:
+        ``fallback(message)`` builds it in the harness's own shape (default: the shared fields
+        only). Only when that fails too does this raise."""
         try:
             data = self.log.append(record)
         except (ValueError, TypeError, RecursionError, OSError) as e:
             rid = record.id if isinstance(record, RunRecord) else str(record.get("id"))
+            message = f"the record could not be written: {type(e).__name__}: {e}"
             log.error("%s: could not write the record of %s (%s); recorded as an error", self.root, rid, e)
-            data = self.log.append(
-                RunRecord(rid, "error", f"the record could not be written: {type(e).__name__}: {e}")
-            )
+            data = self.log.append(fallback(message) if fallback else RunRecord(rid, "error", message))
         self.records.pop(data["id"], None)
         self.records[data["id"]] = data
         self.done[data["id"]] = data

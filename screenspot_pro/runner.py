@@ -168,13 +168,19 @@ async def run_one(
         if any(n != REGIONFOCUS for n in strategies):
             peers = await run_peers(strategies, agent.model, image, sample.instruction, pred)
             extra["strategies"] = peer_rows(sample, peers, [c for c in costs if c.kind == "act"])
+        extra["peak_rss_mb"] = round(peak_rss_mb())  # the process's peak so far: the summary's max
+        # Scoring reads what the model wrote too: inside the try, like the prediction.
+        return make_record(sample, pred, None, time.perf_counter() - t0, extra)
     except asyncio.CancelledError:
         raise
     except Exception as e:  # noqa: BLE001 - a failed sample is data, not the end of the run
         tb = traceback.format_exception_only(type(e), e)[-1].strip()
-        return make_record(sample, None, tb, time.perf_counter() - t0, {"peak_rss_mb": round(peak_rss_mb())})
-    extra["peak_rss_mb"] = round(peak_rss_mb())  # the process's peak so far: the summary's max
-    return make_record(sample, pred, None, time.perf_counter() - t0, extra)
+        return error_record(sample, tb, time.perf_counter() - t0)
+
+
+def error_record(sample: Sample, error: str, seconds: float = 0.0) -> dict[str, Any]:
+    """A failed sample's record: scored wrong in both rows, kept in the denominator."""
+    return make_record(sample, None, error, seconds, {"peak_rss_mb": round(peak_rss_mb())})
 
 
 class _Progress:
@@ -203,8 +209,8 @@ class _Progress:
 
     def update(self, rec: dict[str, Any]) -> None:
         self.n += 1
-        self.base += rec["baseline"]["correctness"] == CORRECT
-        self.final += rec["final"]["correctness"] == CORRECT
+        self.base += (rec.get("baseline") or {}).get("correctness") == CORRECT
+        self.final += (rec.get("final") or {}).get("correctness") == CORRECT
         self._postfix()
         self.bar.update(1)
 
@@ -267,7 +273,9 @@ async def run_samples(
     async def worker(sample: Sample) -> None:
         async with sem:
             rec = await run_one(agent, sample, strategies, decode_slots)
-        bar.update(folder.add(rec))  # no await between finishing and appending: cancellation cannot split it
+        # No await between finishing and appending: cancellation cannot split them. A record
+        # the log cannot take is replaced by an error record of the same shape.
+        bar.update(folder.add(rec, fallback=lambda message: error_record(sample, message, rec["seconds"])))
 
     tasks = [asyncio.create_task(worker(s)) for s in pending]
     try:

@@ -91,10 +91,11 @@ class RunDir:
         d.mkdir(parents=True)
         return d
 
-    def record(self, rec: dict) -> dict:
-        """Append a task's record to the log (durably); returns it as stored."""
+    def record(self, rec: dict, fallback=None) -> dict:
+        """Append a task's record to the log (durably); returns it as stored. ``fallback(message)``:
+        the error record to write instead if this one cannot be written."""
         assert self.folder is not None, "open() the run folder first"
-        return self.folder.add(rec)
+        return self.folder.add(rec, fallback=fallback)
 
     def write_results(self) -> Path:
         """``results.json`` from the log, atomically."""

@@ -11,6 +11,7 @@ lost model calls is recorded as partial (rerun by ``--retry-errors``).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -218,7 +219,8 @@ async def run_tasks(
                 if env is not None:
                     await env.close()
             async with lock:
-                record = run_dir.record(record)
+                failed = functools.partial(_failed_record, task)
+                record = run_dir.record(record, fallback=failed)
                 done_ok += bool(record.get("success"))
                 if bar is not None:
                     bar.update(1)
