@@ -110,29 +110,34 @@ def test_lost_view_calls_make_partial_samples_and_retry_heals_them(tmp_path: Pat
         assert main(_argv(data, clean, srv), model=_model(srv)) == 0
         # The small targets are only found in the zoomed views: losing the views loses them.
         lose_views = ("appa_1", "appa_3", "appb_1")
-        hostile = Hostile(
-            QwenLike(), colour_sample_of(IDS_BY_COLOUR), {(s, "view"): "500" for s in lose_views}
-        )
+        faults = {(s, "view"): "500" for s in lose_views}
+        # and one of each of our own requests, on samples of their own
+        faults |= {("appb_0", "judge"): "500", ("appa_4", "focal"): "500", ("appa_4", "choose"): "500"}
+        hostile = Hostile(QwenLike(), colour_sample_of(IDS_BY_COLOUR), faults)
         srv.set_responder(hostile)
         assert main(_argv(data, faulty, srv), model=_model(srv)) == 0
+        assert {(s, c) for s, c, _ in hostile.seen} == set(faults)  # every fault fired
         recs = {r["id"]: r for r in _strict_lines(faulty / "records.jsonl")}
-        assert {i for i, r in recs.items() if r["status"] == "partial"} == set(lose_views)
+        partial = {*lose_views, "appb_0", "appa_4"}
+        assert {i for i, r in recs.items() if r["status"] == "partial"} == partial
         for sid in lose_views:
             assert "candidate" in recs[sid]["lost"] and "500" in recs[sid]["lost"]
             assert recs[sid]["final"]["correctness"] == "wrong"  # the baseline's guess stayed
+        assert "(judge)" in recs["appb_0"]["lost"]
+        assert "focal" in recs["appa_4"]["lost"] and "choose" in recs["appa_4"]["lost"]
         assert _scores(faulty) != _scores(clean)
         summary = (faulty / "summary.md").read_text()
-        assert "Partial (some model calls failed; scored as answered, kept in the denominator): 3." in summary
+        assert "Partial (some model calls failed; scored as answered, kept in the denominator): 5." in summary
         assert "## Partial samples" in summary and "appa_1" in summary
         html = (faulty / "report.html").read_text()
-        assert html.count('data-status="partial"') == 3 and "3 partial" in html
+        assert html.count('data-status="partial"') == 5 and "5 partial" in html
         official = json.loads((faulty / "results.json").read_text())["details"]
-        assert sum(d.get("status") == "partial" for d in official) == 3
+        assert sum(d.get("status") == "partial" for d in official) == 5
 
         # Resuming without --retry-errors keeps them; with it, the healed server reruns them.
         srv.set_responder(QwenLike())
         assert main(_argv(data, faulty, srv), model=_model(srv)) == 0
-        assert sum(r["status"] == "partial" for r in _strict_lines(faulty / "records.jsonl")) == 3
+        assert sum(r["status"] == "partial" for r in _strict_lines(faulty / "records.jsonl")) == 5
         assert main(_argv(data, faulty, srv, "--retry-errors"), model=_model(srv)) == 0
     healed = {r["id"]: r for r in _strict_lines(faulty / "records.jsonl")}
     before = {r["id"]: r for r in _strict_lines(clean / "records.jsonl")}
