@@ -97,6 +97,14 @@ def run_parser() -> argparse.ArgumentParser:
         "--language", choices=("en", "cn"), default="en", help="instruction (en) or instruction_cn (cn)"
     )
     d.add_argument("--limit", type=int, metavar="N", help="the first N selected samples (in dataset order)")
+    d.add_argument(
+        "--max-image-pixels",
+        type=int,
+        default=None,
+        metavar="N",
+        help="refuse screenshots larger than N pixels (width x height, read from the file header "
+        "before anything is decoded; default 64000000, about 8K)",
+    )
     r = p.add_argument_group("run")
     r.add_argument("--out", metavar="RUN_DIR", help="run folder (default: runs/screenspot-pro-<agent>)")
     r.add_argument("--concurrency", type=int, default=4, metavar="N", help="samples in flight (default 4)")
@@ -185,10 +193,12 @@ def _builder():
 
 
 def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
+    from PIL import Image
+
     from adapters.cli_args import build_model, request_identity
     from regionfocus.cliargs import config_from_args
 
-    from .dataset import Selection, load_dataset
+    from .dataset import DEFAULT_MAX_IMAGE_PIXELS, Selection, load_dataset
     from .report import table_for_run
     from .runner import run_screenspot
 
@@ -209,7 +219,12 @@ def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
         language=args.language,
         limit=args.limit,
     )
-    samples = load_dataset(data_dir, selection)
+    max_pixels = DEFAULT_MAX_IMAGE_PIXELS if args.max_image_pixels is None else args.max_image_pixels
+    if max_pixels < 1:
+        raise ValueError(f"--max-image-pixels must be >= 1, got {max_pixels}")
+    # This process decodes what the loader accepted; Pillow's global guard must not be stricter.
+    Image.MAX_IMAGE_PIXELS = max(Image.MAX_IMAGE_PIXELS or 0, max_pixels)
+    samples = load_dataset(data_dir, selection, max_image_pixels=max_pixels)
     if not samples:
         raise ValueError(f"no samples in {data_dir} match the filters (task/group/app/ui-type)")
     out = Path(args.out or f"runs/screenspot-pro-{args.agent}")

@@ -38,7 +38,10 @@ returned :class:`Samples` (``.warnings``):
 A sample that cannot be scored stops the load before any model call, with one
 :class:`DatasetError` listing every bad sample and its problem, so a broken copy of the data
 costs one run, not one run per mistake: no usable id, a duplicate id, no image file (or an
-unreadable one), no bbox or a malformed or inverted one, a bbox further outside the image
+unreadable one), an ``img_filename`` that leaves ``DIR/images`` (absolute, or ``..`` past
+it: the image would be sent to the model and embedded in the report), an image above
+the pixel limit (:data:`DEFAULT_MAX_IMAGE_PIXELS`, read from the file header: nothing is
+decoded), no bbox or a malformed or inverted one, a bbox further outside the image
 than the tolerance, an ``img_size`` that no uniform scale maps onto the file, no instruction
 in the selected language, no application or platform (the official script stops on those too),
 and a ``ui_type`` that is neither text nor icon.
@@ -49,7 +52,9 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import re
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,6 +91,10 @@ BBOX_TOLERANCE_PX = 4.0
 # How far each side of the file may be from img_size times one common scale, in pixels of
 # the smaller of the two frames (each was rounded to whole pixels once).
 SCALE_TOLERANCE_PX = 1.0
+# The largest screenshot (width x height) a run decodes: ScreenSpot-Pro's largest are about
+# 20 MP (6K displays); 64 MP leaves room for 8K and stops a header that claims 30000x30000
+# before ~3.6 GB of RGB is allocated. Pillow's own guard only warns below 178 MP.
+DEFAULT_MAX_IMAGE_PIXELS = 64_000_000
 # Ids shown in one warning line; the rest are counted (DatasetWarning.ids keeps them all).
 IDS_SHOWN = 30
 
@@ -204,13 +213,21 @@ def annotation_files(root: Path) -> list[Path]:
     return files
 
 
-def load_dataset(root: str | Path, selection: Selection | None = None) -> Samples:
+def load_dataset(
+    root: str | Path,
+    selection: Selection | None = None,
+    *,
+    max_image_pixels: int = DEFAULT_MAX_IMAGE_PIXELS,
+) -> Samples:
     """Validate the selected annotation files and return the selected samples in run order.
 
     Every record of the selected files is validated (not only the filtered ones), so a filter
     never hides a broken file. Raises :class:`DatasetError` listing every unusable record;
     tolerated problems are normalised, logged (one line per kind) and kept on ``.warnings``.
+    An image whose header claims more than ``max_image_pixels`` is such a problem.
     """
+    if max_image_pixels < 1:
+        raise ValueError(f"max_image_pixels must be >= 1, got {max_image_pixels}")
     root = Path(root).expanduser().resolve()  # records keep absolute image paths for reports
     sel = selection or Selection()
     if sel.language not in LANGUAGES:
@@ -235,7 +252,7 @@ def load_dataset(root: str | Path, selection: Selection | None = None) -> Sample
     samples: list[Sample] = []
     notes = _Notes()
     seen_ids: dict[str, str] = {}
-    size_cache: dict[Path, tuple[int, int] | str] = {}
+    images = _ImageFiles(root / "images", max_image_pixels)
     for path in files:
         try:
             records = json.loads(path.read_text(encoding="utf-8"))
@@ -247,7 +264,7 @@ def load_dataset(root: str | Path, selection: Selection | None = None) -> Sample
             continue
         for i, rec in enumerate(records):
             where = f"{path.name}[{i}]"
-            parsed = _RecordParser(root, path.stem, rec, sel.language, size_cache).parse()
+            parsed = _RecordParser(path.stem, rec, sel.language, images).parse()
             if parsed.id is not None:
                 first = seen_ids.get(parsed.id)
                 if first is not None:
@@ -331,16 +348,8 @@ class _Parsed:
 class _RecordParser:
     """One record to a :class:`Sample` (or errors), noting every repair on the way."""
 
-    def __init__(
-        self,
-        root: Path,
-        task: str,
-        rec: Any,
-        language: str,
-        size_cache: dict[Path, tuple[int, int] | str],
-    ):
-        self.root, self.task, self.rec, self.language = root, task, rec, language
-        self.size_cache = size_cache
+    def __init__(self, task: str, rec: Any, language: str, images: _ImageFiles):
+        self.task, self.rec, self.language, self.images = task, rec, language, images
         self.out = _Parsed()
 
     def fail(self, problem: str) -> None:
@@ -372,16 +381,17 @@ class _RecordParser:
         group = self._group()
         annotated = self._img_size()
         bbox = self._bbox()
-        actual = self._file_size(texts["img_filename"])
+        image_path = self._image_path(texts["img_filename"])
+        actual = self._file_size(image_path)
         if bbox is not None and actual is not None and annotated is not False:
             bbox = self._fit(bbox, annotated or actual, actual)
-        if self.out.errors or self.out.id is None or bbox is None or actual is None:
+        if self.out.errors or self.out.id is None or bbox is None or actual is None or image_path is None:
             return self.out
         self.out.sample = Sample(
             id=self.out.id,
             task_filename=self.task,
             img_filename=texts["img_filename"],  # type: ignore[arg-type]
-            image_path=self.root / "images" / texts["img_filename"],  # type: ignore[operator]
+            image_path=image_path,
             bbox=bbox,
             img_size=actual,
             instruction=texts[own],  # type: ignore[arg-type]
@@ -464,10 +474,19 @@ class _RecordParser:
             return None
         return bbox  # type: ignore[return-value]
 
-    def _file_size(self, img_filename: str | None) -> tuple[int, int] | None:
+    def _image_path(self, img_filename: str | None) -> Path | None:
         if img_filename is None:
             return None
-        got = _image_size(self.root / "images" / img_filename, self.size_cache)
+        got = self.images.path(img_filename)
+        if isinstance(got, str):
+            self.fail(got)
+            return None
+        return got
+
+    def _file_size(self, path: Path | None) -> tuple[int, int] | None:
+        if path is None:
+            return None
+        got = self.images.size(path)
         if isinstance(got, str):
             self.fail(got)
             return None
@@ -518,15 +537,46 @@ def _number_list(value: Any, n: int) -> tuple[float, ...] | None:
     return tuple(float(v) for v in value)
 
 
-def _image_size(path: Path, cache: dict[Path, tuple[int, int] | str]) -> tuple[int, int] | str:
-    """(W, H) from the file header (PIL reads it lazily: no pixel is decoded), or a problem."""
-    if path not in cache:
+class _ImageFiles:
+    """The screenshots under ``DIR/images``: where a record's file is, and its size from the
+    header (no pixel decoded), each file read once however many records name it."""
+
+    def __init__(self, folder: Path, max_pixels: int):
+        self.folder, self.max_pixels = folder, max_pixels
+        self._sizes: dict[Path, tuple[int, int] | str] = {}
+
+    def path(self, img_filename: str) -> Path | str:
+        """The file inside ``images/``, or the problem. The check is on the name as written
+        (absolute, or ``..`` past the folder): a link the data set's author placed inside
+        ``images/`` is followed, as Hugging Face snapshots link every file into a blob store."""
+        norm = os.path.normpath(img_filename.replace("\\", "/"))
+        if os.path.isabs(norm) or Path(img_filename).drive or norm == ".." or norm.startswith("../"):
+            return (
+                f"img_filename {img_filename!r} is outside images/ (names must be relative to {self.folder})"
+            )
+        return self.folder / img_filename
+
+    def size(self, path: Path) -> tuple[int, int] | str:
+        if path not in self._sizes:
+            self._sizes[path] = self._read_size(path)
+        return self._sizes[path]
+
+    def _read_size(self, path: Path) -> tuple[int, int] | str:
         if not path.is_file():
-            cache[path] = f"missing image file {path}"
-        else:
-            try:
+            return f"missing image file {path}"
+        try:
+            with warnings.catch_warnings():
+                # Our limit below decides; Pillow's warning between its limits would only repeat it.
+                warnings.simplefilter("ignore", Image.DecompressionBombWarning)
                 with Image.open(path) as im:
-                    cache[path] = im.size
-            except (OSError, SyntaxError) as e:
-                cache[path] = f"unreadable image file {path} ({e})"
-    return cache[path]
+                    w, h = im.size
+        except Image.DecompressionBombError as e:
+            return f"image file {path} is above the pixel limit ({e}); raise --max-image-pixels if it is real"
+        except (OSError, SyntaxError, ValueError) as e:
+            return f"unreadable image file {path} ({e})"
+        if w * h > self.max_pixels:
+            return (
+                f"image file {path} is {w}x{h} = {w * h / 1e6:.1f} MP, above the limit of "
+                f"{self.max_pixels / 1e6:g} MP (raise it with --max-image-pixels if the image is real)"
+            )
+        return (w, h)

@@ -134,8 +134,15 @@ def _lost(pred: StaticPrediction | None, peers: dict[str, Any]) -> str | None:
     return "; ".join(parts) or None
 
 
-def _load_rgb(path: Path) -> Image.Image:
+def _load_rgb(path: Path, size: tuple[int, int]) -> Image.Image:
+    """The screenshot, decoded only if its header still says the ``size`` the loader checked
+    against the pixel limit (a file swapped since would otherwise be decoded whatever it claims)."""
     with Image.open(path) as im:
+        if im.size != tuple(size):
+            raise ValueError(
+                f"image file {path} is {im.size[0]}x{im.size[1]} now, {size[0]}x{size[1]} when the "
+                "data set was loaded; it changed during the run"
+            )
         return im.convert("RGB")
 
 
@@ -156,10 +163,10 @@ async def run_one(
     t0 = time.perf_counter()
     try:
         if decode_slots is None:
-            image = await asyncio.to_thread(_load_rgb, sample.image_path)
+            image = await asyncio.to_thread(_load_rgb, sample.image_path, sample.img_size)
         else:
             async with decode_slots:
-                image = await asyncio.to_thread(_load_rgb, sample.image_path)
+                image = await asyncio.to_thread(_load_rgb, sample.image_path, sample.img_size)
         pred = await agent.predict(image, sample.instruction)
         costs = prediction_costs(pred, image.size, agent.model)
         extra: dict[str, Any] = {"cost": {BASELINE: totals([c for c in costs if c.kind == "act"])}}

@@ -50,12 +50,12 @@ def test_decodes_are_limited_apart_from_samples_in_flight(tmp_path, monkeypatch)
     active, peak = 0, 0
     real = runner._load_rgb
 
-    def counting(path):
+    def counting(*args):
         nonlocal active, peak
         active += 1
         peak = max(peak, active)
         try:
-            return real(path)
+            return real(*args)
         finally:
             active -= 1
 

@@ -282,6 +282,7 @@ async def test_runner_crash_is_recorded_official_files_and_resume(browser, site,
     run = RunDir(tmp_path / "run")
     run.open({"agent": "scripted", "regionfocus_enabled": False})
     records = await run_tasks(tasks, lambda: RegionFocusAgent(model, enabled=False), run, browser, settings)
+    run.close()  # one writer per folder: the resume below opens it again
 
     crashed, answered = records
     assert crashed["error"] == "page crashed at step 2" and crashed["steps"] == 2
@@ -303,6 +304,7 @@ async def test_runner_crash_is_recorded_official_files_and_resume(browser, site,
     run2 = RunDir(tmp_path / "run", retry_errors=True)
     run2.open({"agent": "scripted", "regionfocus_enabled": False})
     records2 = await run_tasks(tasks, lambda: RegionFocusAgent(model, enabled=False), run2, browser, settings)
+    run2.close()
     assert model.full_calls and all(q.startswith("Crash") for q in model.full_calls)
     assert records2[1] == answered
     assert "crash" in records2[0]["error"]
