@@ -35,6 +35,9 @@
 
 #define PRECISION_BITS 22
 #define BLOCK 16 /* rows transposed together in the horizontal pass */
+/* The longest side resampled: far beyond any screen (16K is 15360), and small enough that every
+ * per-side count (filter taps, bounds) stays well inside an int. */
+#define MAX_SIDE (1 << 20)
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
 #define VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
@@ -83,6 +86,11 @@ weights_make(int in_size, int out_size, Weights *w) {
     double support = 3.0 * filterscale;
     double inv_filterscale = 1.0 / filterscale;
     int ksize = (int)ceil(support) * 2 + 1;
+    /* sides are at most MAX_SIDE (checked on entry), so ksize fits an int; the product with
+     * out_size may still exceed a 32-bit size_t */
+    if ((size_t)out_size > SIZE_MAX / sizeof(int32_t) / (size_t)ksize) {
+        return -1;
+    }
     double *k = malloc(sizeof(double) * (size_t)ksize);
     w->ksize = ksize;
     w->bounds = malloc(sizeof(int) * 2 * (size_t)out_size);
@@ -265,6 +273,14 @@ pass_vertical(const uint8_t *src, int w3, uint8_t *dst, int h_out, const Weights
     }
 }
 
+/* Whether a x b RGB pixels (3 bytes each) can be counted in a Py_ssize_t (and so in a size_t):
+ * checked before any product is formed, since on 64-bit two int sides near 2^31 overflow it
+ * into a negative length, and on 32-bit builds far smaller sides wrap a malloc size. */
+static int
+rgb_fits(int a, int b) {
+    return (size_t)a <= (size_t)PY_SSIZE_T_MAX / 3 / (size_t)b;
+}
+
 /* 0 on success, -1 when out of memory. */
 static int
 resample(const uint8_t *src, int w, int h, uint8_t *dst, int ow, int oh) {
@@ -286,6 +302,9 @@ resample(const uint8_t *src, int w, int h, uint8_t *dst, int ow, int oh) {
         }
         for (int i = 0; i < oh; i++) {
             wv.bounds[2 * i] -= first;
+        }
+        if (!rgb_fits(last - first, ow)) {
+            goto done;
         }
         uint8_t *target = need_v ? (tmp = malloc((size_t)(last - first) * ow * 3)) : dst;
         tb = malloc((size_t)w * 3 * BLOCK);
@@ -328,6 +347,15 @@ resample_rgb(PyObject *self, PyObject *args) {
     if (w < 1 || h < 1 || ow < 1 || oh < 1) {
         PyBuffer_Release(&in);
         return PyErr_Format(PyExc_ValueError, "resample_rgb: sizes must be positive, got %dx%d -> %dx%d", w, h, ow, oh);
+    }
+    if (w > MAX_SIDE || h > MAX_SIDE || ow > MAX_SIDE || oh > MAX_SIDE || !rgb_fits(w, h) || !rgb_fits(ow, oh)) {
+        PyBuffer_Release(&in);
+        return PyErr_Format(
+            PyExc_ValueError,
+            "resample_rgb: %dx%d -> %dx%d is too large (sides up to %d px, and width x height x 3 "
+            "within %zd bytes)",
+            w, h, ow, oh, MAX_SIDE, PY_SSIZE_T_MAX
+        );
     }
     if (in.len != (Py_ssize_t)w * h * 3) {
         Py_ssize_t got = in.len;

@@ -8,7 +8,9 @@ per 4 KB. Where page faults are dear (here: ~5 us each in the sandbox, ~28,000 p
 is a tenth of the client's CPU (benchmarks/client_cpu.py). A run calls :func:`keep_freed_buffers`
 once: glibc keeps up to ``cap_mb`` of freed memory for reuse and Pillow up to ``cap_mb`` of
 image blocks. Peak RSS stays the high-water mark of what was in use (BENCHMARKS.md §5.3).
-Settings the user made (``MALLOC_*`` or ``PILLOW_BLOCKS_MAX`` in the environment) are left alone.
+Settings the user made (``MALLOC_*``, a ``glibc.malloc.*`` entry of ``GLIBC_TUNABLES`` or
+``PILLOW_BLOCKS_MAX`` in the environment) are left alone. Only the commands call it: these are
+process-wide settings, not a library's to change behind its caller's back.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import ctypes.util
 import logging
 import os
 import sys
+from collections.abc import Mapping
 
 from PIL import Image
 
@@ -38,7 +41,7 @@ def keep_freed_buffers(cap_mb: int = 256) -> None:
     if "PILLOW_BLOCKS_MAX" not in os.environ:
         block = Image.core.get_block_size()
         Image.core.set_blocks_max(max(1, (cap_mb << 20) // block))
-    if sys.platform.startswith("linux") and not any(k.startswith("MALLOC_") for k in os.environ):
+    if sys.platform.startswith("linux") and not malloc_tuned_by_user(os.environ):
         try:
             libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
             mallopt = libc.mallopt
@@ -47,3 +50,12 @@ def keep_freed_buffers(cap_mb: int = 256) -> None:
         mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
         if not (mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD) and mallopt(_M_TRIM_THRESHOLD, cap_mb << 20)):
             log.debug("mallopt refused the thresholds; freed buffers go back to the OS")
+
+
+def malloc_tuned_by_user(environ: Mapping[str, str]) -> bool:
+    """Whether the environment already sets glibc's allocator up: the old ``MALLOC_*``
+    variables, or malloc tunables (``GLIBC_TUNABLES=glibc.malloc.trim_threshold=...:...``)."""
+    if any(k.startswith("MALLOC_") for k in environ):
+        return True
+    tunables = environ.get("GLIBC_TUNABLES", "")
+    return any(t.strip().startswith("glibc.malloc.") for t in tunables.split(":"))

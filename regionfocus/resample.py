@@ -77,11 +77,16 @@ def _self_check() -> bool:
         return _checked
     with _check_lock:
         if _checked is None:
-            _checked = _matches_pillow()
+            try:
+                _checked = _matches_pillow()
+                why = "does not match this Pillow"
+            except Exception as e:  # noqa: BLE001 - a kernel that cannot run is one not to use
+                _checked, why = False, f"failed its check against this Pillow ({type(e).__name__}: {e})"
             if not _checked:
                 log.warning(
-                    "the compiled Lanczos kernel does not match this Pillow (%s); views are resized "
-                    "by Pillow instead (same pixels, more CPU)",
+                    "the compiled Lanczos kernel %s (%s); views are resized by Pillow instead "
+                    "(same pixels, more CPU)",
+                    why,
                     Image.__version__,
                 )
     return _checked

@@ -104,6 +104,9 @@ class DatasetError(ValueError):
 
     def __init__(self, root: Path, problems: Sequence[str]):
         self.problems = list(problems)
+        if len(self.problems) == 1:  # the common case reads as one line
+            super().__init__(f"ScreenSpot-Pro data at {root}: {self.problems[0]}")
+            return
         shown = self.problems[:200]
         more = len(self.problems) - len(shown)
         lines = [f"ScreenSpot-Pro data at {root}: {len(self.problems)} problem(s)"]

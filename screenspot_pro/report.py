@@ -489,7 +489,8 @@ def _strategies_html(records: Sequence[dict[str, Any]]) -> str:
     return (
         "<h2>Strategies</h2><p>Accuracy in %; cost per sample, the baseline's request included.</p>"
         f"<table><tr>{''.join(f'<th>{_e(h)}</th>' for h in head)}</tr>{table}</table>"
-        f'<img src="{plot}" alt="accuracy against calls and tokens per sample">'
+        + "".join(f"<p>{_e(note)}</p>" for note in strategies.comparison_notes(rows))
+        + f'<img src="{plot}" alt="accuracy against calls and tokens per sample">'
     )
 
 

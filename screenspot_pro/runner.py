@@ -269,7 +269,6 @@ async def run_samples(
                 progress=progress,
                 strategies=strategies,
                 image_workers=image_workers,
-                tune_allocator=tune_allocator,
             )
     wanted = {s.id for s in samples}
     pending = [s for s in samples if s.id not in folder.done]

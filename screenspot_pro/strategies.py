@@ -185,6 +185,7 @@ def comparison(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                 "completions": per_sample("completions"),
                 "image_tokens": per_sample("image_tokens"),
                 "text_tokens": _text_tokens(costs, n),
+                "text_tokens_note": _text_tokens_note(name, costs),
                 "model_s": per_sample("latency_s"),
                 "wrong_to_right": sum(ri and not b for ri, b in zip(right, base, strict=True)),
                 "right_to_wrong": sum(b and not ri for ri, b in zip(right, base, strict=True)),
@@ -194,12 +195,41 @@ def comparison(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _text_tokens(costs: Sequence[dict[str, Any]], n: int) -> float | None:
+    """Prompt minus image tokens plus completion tokens, per sample; None when unknown, or when
+    the server's prompt count leaves the images out (a difference would go negative)."""
+    if _images_uncounted(costs):
+        return None
     vals = [
         (c.get("prompt_tokens") or 0) - (c.get("image_tokens") or 0) + (c.get("completion_tokens") or 0)
         for c in costs
         if c.get("prompt_tokens") is not None
     ]
     return sum(vals) / n if vals and n else None
+
+
+def _images_uncounted(costs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        c
+        for c in costs
+        if c.get("prompt_tokens") is not None and (c.get("prompt_tokens") or 0) < (c.get("image_tokens") or 0)
+    ]
+
+
+def _text_tokens_note(name: str, costs: Sequence[dict[str, Any]]) -> str | None:
+    short = _images_uncounted(costs)
+    if not short:
+        return None
+    c = short[0]
+    return (
+        f"text tok of {name}: n/a. The server reported fewer prompt tokens than the image tokens "
+        f"counted here ({c['prompt_tokens']} < {c['image_tokens']} in {len(short)} sample(s)): its "
+        "usage leaves the images out, so text tokens cannot be told apart."
+    )
+
+
+def comparison_notes(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """What the table cannot show as a number, one sentence per strategy concerned."""
+    return [r["text_tokens_note"] for r in rows if r.get("text_tokens_note")]
 
 
 def _f(v: float | None, digits: int = 1) -> str:
@@ -233,7 +263,7 @@ def comparison_cells(rows: Sequence[dict[str, Any]]) -> tuple[list[str], list[li
             _f(r["icon"]),
             _f(r["calls"], 2),
             _f(r["image_tokens"], 0),
-            _f(r["text_tokens"], 0),
+            "n/a" if r.get("text_tokens_note") else _f(r["text_tokens"], 0),
             _f(r["model_s"], 2),
             str(r["wrong_to_right"]) if r["strategy"] != BASELINE else "–",
             str(r["right_to_wrong"]) if r["strategy"] != BASELINE else "–",
@@ -249,6 +279,7 @@ def comparison_markdown(rows: Sequence[dict[str, Any]]) -> str:
         return ""
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(cells) + " |" for cells in body]
+    lines += ["", *comparison_notes(rows)] if comparison_notes(rows) else []
     return "\n".join(lines) + "\n"
 
 

@@ -108,3 +108,35 @@ def test_a_kernel_that_disagrees_with_pillow_is_turned_off(monkeypatch, caplog):
     assert out.tobytes() == _pillow(image, (120, 90))
     assert not resample.kernel_available()
     assert "does not match this Pillow" in caplog.text
+
+
+@pytest.mark.skipif(resample._lanczos is None, reason="kernel not built")
+@pytest.mark.parametrize(
+    "sizes",
+    [
+        (1, 1, 2**31 - 1, 2**31 - 1),  # width x height x 3 wraps a 64-bit length negative
+        (1, 1, 2**21, 2),  # one side past what the filter counts hold
+        (2**31 - 1, 2**31 - 1, 4, 4),  # the input's claimed length wraps too
+    ],
+)
+def test_kernel_refuses_sizes_whose_byte_count_would_overflow(sizes):
+    with pytest.raises(ValueError, match="is too large"):
+        resample._lanczos.resample_rgb(bytes(3), *sizes)
+
+
+def test_a_kernel_whose_check_raises_is_turned_off_not_every_resize(monkeypatch, caplog):
+    class Broken:
+        @staticmethod
+        def resample_rgb(data, w, h, ow, oh):
+            raise MemoryError("no room")
+
+    monkeypatch.setattr(resample, "_lanczos", Broken)
+    monkeypatch.setattr(resample, "_checked", None)
+    image = _image((50, 40), 9)
+    with caplog.at_level(logging.WARNING, logger="regionfocus.resample"):
+        first = resample.lanczos(image, (120, 90))
+        second = resample.lanczos(image, (100, 80))
+    assert first.tobytes() == _pillow(image, (120, 90))
+    assert second.tobytes() == _pillow(image, (100, 80))
+    assert not resample.kernel_available()
+    assert caplog.text.count("failed its check") == 1 and "MemoryError: no room" in caplog.text

@@ -96,3 +96,23 @@ def test_strategy_names_are_checked():
     assert "screenseeker" not in resolve("all") and "zoomclick" in resolve("all")  # needs a planner
     with pytest.raises(ValueError, match="unknown 'zoomklick'"):
         resolve("regionfocus,zoomklick")
+
+
+def test_text_tokens_say_na_when_the_servers_usage_leaves_images_out(run: Path):
+    """Some servers count only the text in ``prompt_tokens``: prompt minus image tokens would go
+    negative. The cell says n/a and a note says why, in summary.md and in report.html."""
+    from screenspot_pro.strategies import comparison, comparison_markdown
+
+    recs = read_records(run / "records.jsonl")
+    for r in recs:  # what such a server's usage leaves in the records
+        zoomclick = (r.get("strategies") or {}).get("zoomclick") or {}
+        for cost in ((r.get("cost") or {}).get("regionfocus"), zoomclick.get("cost")):
+            if cost and cost.get("image_tokens"):
+                cost["prompt_tokens"] = 5 * cost["requests"]  # the words of the prompt only
+    rows = {row["strategy"]: row for row in comparison(recs)}
+    assert rows["zoomclick"]["text_tokens"] is None and rows["regionfocus"]["text_tokens"] is None
+    assert rows["baseline"]["text_tokens"] > 0  # its usage was left as the server counted it
+    table = comparison_markdown(list(rows.values()))
+    zoom_row = next(ln for ln in table.splitlines() if ln.startswith("| zoomclick |"))
+    assert "| n/a |" in zoom_row and "-" not in zoom_row.replace("–", "")
+    assert "text tok of zoomclick: n/a" in table and "leaves the images out" in table

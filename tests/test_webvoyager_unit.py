@@ -441,3 +441,13 @@ def test_a_folder_of_the_earlier_layout_is_converted(tmp_path):
     rd.close()
     with pytest.raises(ValueError, match="viewport"):
         RunDir(tmp_path).open({"agent": "ocr", "viewport": [800, 400]})
+
+
+def test_load_tasks_keeps_unicode_line_separators_inside_a_record(tmp_path):
+    """U+2028, U+0085 and a form feed may stand raw in a JSON string: one record, one line."""
+    ques = "Find the price\u2028of the cheapest\x85option\x0cshown"
+    path = tmp_path / "tasks.jsonl"
+    rows = [{"id": "Shop--0", "web_name": "Shop", "ques": ques, "web": "https://example.com"}]
+    rows.append({"id": "Shop--1", "web_name": "Shop", "ques": "next", "web": "https://example.com"})
+    path.write_text("\r\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n", encoding="utf-8")
+    assert [(t.id, t.ques) for t in load_tasks(path)] == [("Shop--0", ques), ("Shop--1", "next")]

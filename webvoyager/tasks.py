@@ -69,7 +69,9 @@ def load_tasks(path: str | Path, answers: str | Path | None = None) -> list[WebT
     refs = load_reference_answers(answers) if answers else {}
     tasks: list[WebTask] = []
     seen: set[str] = set()
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    # JSON Lines ends a record at "\n" only: a JSON string may hold U+2028, U+0085 or a form feed
+    # raw, which str.splitlines() would take for line ends (jsonlines.org).
+    for n, line in enumerate(path.read_text(encoding="utf-8").split("\n"), start=1):
         line = line.strip()
         if not line or line.startswith("#"):
             continue
