@@ -10,7 +10,7 @@ import re
 import sys
 
 from .registry import VLM_FAMILIES, get_adapter
-from .serving import serve_command
+from .serving import default_local_media_dir, serve_command
 
 
 def _size(value: str) -> tuple[int, int]:
@@ -59,10 +59,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sp.add_argument(
         "--local-media-path",
+        nargs="?",
+        const=default_local_media_dir(),
         default=None,
         metavar="DIR",
-        help="client on the same machine: let the server read images from DIR "
-        "(--allowed-local-media-path; run the client with --local-media-dir DIR, e.g. /dev/shm)",
+        help="client on the same machine: let the server read images from DIR, a folder kept for them "
+        f"(default {default_local_media_dir()}; the client's default too) and bind it to 127.0.0.1 "
+        "(--allowed-local-media-path; run the client with --local-media-dir DIR)",
     )
     return p
 

@@ -7,9 +7,24 @@ it. ``--limit-mm-per-prompt`` allows the extra images of a RegionFocus round's r
 
 from __future__ import annotations
 
+import os
 import shlex
+import tempfile
 
 from .registry import VLM_FAMILIES
+
+# The folder of the local transport: client files go in subfolders of it, and it is all the
+# server may read. A dedicated folder, never /dev/shm itself: a server allowed to read
+# /dev/shm reads every other program's shared memory files there too.
+MEDIA_FOLDER_NAME = "regionfocus-media"
+
+
+def default_local_media_dir() -> str:
+    """``/dev/shm/regionfocus-media`` (memory, never a disk), or the same name in the temp
+    folder on a system without /dev/shm."""
+    parent = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
+    return os.path.join(parent, MEDIA_FOLDER_NAME)
+
 
 # Public checkpoints a user most likely means; any local folder or hub id works.
 DEFAULT_MODELS = {
@@ -40,12 +55,16 @@ def serve_command(
     (``--allowed-local-media-path``), for a client on the same machine that sends images as
     ``file://`` URLs (``regionfocus screenspot-pro --local-media-dir`` under that folder): no
     encoding and no base64 on either side. vLLM refuses file URLs outside that folder; the
-    client then falls back to data URLs."""
+    client then falls back to data URLs. The server is then bound to 127.0.0.1: one that reads
+    local files must not take requests from the network, which could ask it for any file of
+    that folder."""
     key = adapter_name.strip().lower()
     if key not in VLM_FAMILIES:
         raise ValueError(
             f"no server needed or known for adapter {adapter_name!r}; serve-command knows: {', '.join(VLM_FAMILIES)}"
         )
     model = model_path or DEFAULT_MODELS[key]
-    local = ["--allowed-local-media-path", local_media_path] if local_media_path else []
+    local = (
+        ["--host", "127.0.0.1", "--allowed-local-media-path", local_media_path] if local_media_path else []
+    )
     return shlex.join(["vllm", "serve", model, *COMMON_FLAGS, *local])

@@ -134,9 +134,11 @@ def run_parser() -> argparse.ArgumentParser:
     r.add_argument(
         "--local-media-dir",
         metavar="DIR",
-        help="client on the server's machine: write images once under DIR and send file:// URLs "
-        "(the server needs --allowed-local-media-path DIR; see `regionfocus serve-command "
-        "--local-media-path`); a server that refuses them gets data URLs",
+        help="client on the server's machine: write images once under DIR (e.g. "
+        "/dev/shm/regionfocus-media) and send file:// URLs; `regionfocus serve-command "
+        "--local-media-path` prints the server command for it (bound to 127.0.0.1, allowed to read "
+        "that folder only). An image that cannot be written, or a server that refuses files, gets "
+        "a data URL",
     )
     r.add_argument(
         "--local-format",
@@ -196,6 +198,7 @@ def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
     from PIL import Image
 
     from adapters.cli_args import build_model, request_identity
+    from adapters.redact import redact_url
     from regionfocus.cliargs import config_from_args
 
     from .dataset import DEFAULT_MAX_IMAGE_PIXELS, Selection, load_dataset
@@ -239,7 +242,7 @@ def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
     invocation = {
         "limit": args.limit,
         "timeout": args.timeout,
-        "base_urls": args.base_urls,
+        "base_urls": [redact_url(u) for u in args.base_urls] if args.base_urls else args.base_urls,
         "max_in_flight": args.max_in_flight,
         "n_selected": len(samples),
     }

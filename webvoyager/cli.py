@@ -8,8 +8,8 @@ import asyncio
 import logging
 import sys
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
+from adapters.redact import redact_url
 from regionfocus.cliargs import add_regionfocus_arguments, config_from_args
 
 EXAMPLES = """examples:
@@ -209,15 +209,6 @@ def coat_from_args(args: argparse.Namespace):
         raise ValueError(f"--coat-parts: {e}") from None
 
 
-def _safe_url(url: str) -> str:
-    """A base URL without any user:password part, for config.json."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if parts.port:
-        host += f":{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
-
-
 def load_task_list(args: argparse.Namespace):
     from . import miniwob
     from .tasks import load_tasks
@@ -272,7 +263,7 @@ def run_main(argv: list[str]) -> int:
         "agent": args.agent,
         "model": args.model,
         "backend": args.backend,
-        "base_urls": [_safe_url(u) for u in (args.base_urls or [])],
+        "base_urls": [redact_url(u) for u in (args.base_urls or [])],
         "regionfocus_enabled": enabled,
         "regionfocus": rf_config.to_dict(),
         "tasks": args.tasks,

@@ -486,6 +486,7 @@ def main(argv: list[str]) -> int:
     if not args.base_url or not args.model:
         p.error("--base-url and --model are needed to run the agent (or use --recall)")
     from adapters.backends.openai_http import OpenAIBackend
+    from adapters.redact import redact_url
     from regionfocus.runlog import RunFolder, RunFolderError
 
     backend = OpenAIBackend(args.base_url, args.model, api_key_env=args.api_key_env)
@@ -501,7 +502,12 @@ def main(argv: list[str]) -> int:
         "coat_parts": args.coat_parts if coat else None,
     }
     try:
-        folder = RunFolder(out, identity, {"base_urls": args.base_url}, retry_errors=args.retry_errors)
+        folder = RunFolder(
+            out,
+            identity,
+            {"base_urls": [redact_url(u) for u in args.base_url]},
+            retry_errors=args.retry_errors,
+        )
     except RunFolderError as e:
         p.error(str(e))
 

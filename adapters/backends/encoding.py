@@ -13,10 +13,17 @@ on in place after they were first sent (adapters draw stars on copies).
 
 from __future__ import annotations
 
+import atexit
 import base64
+import contextlib
+import hashlib
 import io
 import itertools
 import os
+import re
+import shutil
+import signal
+import stat
 import tempfile
 import threading
 import weakref
@@ -28,6 +35,7 @@ from urllib.parse import unquote, urlparse
 from PIL import Image
 
 from ..backend import DERIVED_ROWS_KEY
+from ..serving import MEDIA_FOLDER_NAME, default_local_media_dir
 from . import png
 
 _FORMATS = {"png": ("PNG", "image/png"), "jpeg": ("JPEG", "image/jpeg"), "webp": ("WEBP", "image/webp")}
@@ -246,10 +254,15 @@ class LocalFiles:
     ``regionfocus serve-command``). ``image_format``: ``bmp`` (uncompressed: a memory copy to
     write, a memory copy to read; the default) or ``png`` (the fast lossless encoder, ~4x fewer
     bytes on disk). Both are lossless. Each file is written in a fresh subfolder of ``folder``
-    (``/dev/shm`` by default: memory, never a disk) and removed when nothing needs it any more:
-    the image it was written from is gone and no request that carries it is in flight
-    (reference counts: the image holds one until it is collected, each request one until its
-    answer). :meth:`close` removes whatever is left.
+    (``/dev/shm/regionfocus-media`` by default, created if missing: memory, never a disk) and
+    removed when nothing needs it any more: the image it was written from is gone and no
+    request that carries it is in flight (reference counts: the image holds one until it is
+    collected, each request one until its answer). :meth:`close` removes whatever is left.
+
+    Files are written under a temporary name and renamed, so the server never reads half a
+    file and a failed write leaves nothing. The subfolder goes at interpreter exit and on
+    SIGTERM too, and the subfolders of processes that died without a word (SIGKILL, OOM) are
+    swept when the next one starts (see :func:`_sweep_stale`).
     """
 
     def __init__(self, folder: str | os.PathLike | None = None, image_format: str = "bmp") -> None:
@@ -258,14 +271,21 @@ class LocalFiles:
             raise ValueError(
                 f"local image format must be one of {', '.join(_LOCAL_FORMATS)}; got {image_format!r}"
             )
-        base = (
-            Path(folder)
-            if folder is not None
-            else Path("/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir())
-        )
+        base = Path(folder if folder is not None else default_local_media_dir())
+        if base.name == MEDIA_FOLDER_NAME and not base.exists():
+            # The default (serve-command's too): ours to create. Any other folder is the
+            # user's, and a missing one is more likely a typo than a wish.
+            try:
+                base.mkdir(exist_ok=True)
+            except OSError as e:
+                raise ValueError(
+                    f"could not create the local media folder {str(base)!r}: {e.strerror}"
+                ) from None
         if not base.is_dir():
             raise ValueError(f"local media folder {str(base)!r} does not exist or is not a folder")
-        self.folder = Path(tempfile.mkdtemp(prefix="regionfocus-media-", dir=base)).resolve()
+        _sweep_stale(base)
+        self.folder = Path(tempfile.mkdtemp(prefix=_folder_prefix(os.getpid()), dir=base)).resolve()
+        _track(self.folder)
         self.image_format = fmt
         self._files: dict[str, _LocalFile] = {}
         self._lock = threading.Lock()
@@ -273,23 +293,33 @@ class LocalFiles:
 
     def write(self, image: Image.Image) -> tuple[str, int]:
         """Write ``image`` once; returns (file URL, bytes written). The image holds a reference
-        until it is collected."""
+        until it is collected. Raises OSError (a full or read-only folder) with nothing left
+        behind; the caller sends the image another way."""
         pil_format, suffix = _LOCAL_FORMATS[self.image_format]
-        path = self.folder / f"{next(self._names):08d}{suffix}"
+        name = f"{next(self._names):08d}{suffix}"
+        path, tmp = self.folder / name, self.folder / f".{name}.tmp"
         img = image if image.mode in ("RGB", "RGBA", "L") else image.convert("RGB")
-        if self.image_format == "png" and img.mode in ("RGB", "RGBA", "L"):
-            data = _fast_png(img)
+        # A temporary name first: a write cut short (a full /dev/shm) must leave no half file,
+        # least of all under a name a request could carry.
+        try:
+            data = _fast_png(img) if self.image_format == "png" else None
             if data is not None:
-                path.write_bytes(data)
+                tmp.write_bytes(data)
+            elif self.image_format == "png":
+                img.save(tmp, format=pil_format, compress_level=1)
             else:
-                img.save(path, format=pil_format, compress_level=1)
-        else:
-            img.save(path, format=pil_format)
+                img.save(tmp, format=pil_format)
+            size = tmp.stat().st_size
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+            raise
         url = path.as_uri()
         with self._lock:
             self._files[url] = _LocalFile(path, 1)
         weakref.finalize(image, self.release, url)
-        return url, path.stat().st_size
+        return url, size
 
     def owns(self, url: str) -> bool:
         with self._lock:
@@ -338,10 +368,118 @@ class LocalFiles:
 
     def close(self) -> None:
         with self._lock:
-            files, self._files = list(self._files.values()), {}
-        for f in files:
-            f.path.unlink(missing_ok=True)
+            self._files = {}
+        _untrack(self.folder)
+        # The whole subfolder: it is ours alone, and a write cut short may have left a file.
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+# ------------------------------------------------------------------ media folders a process leaves
+# A 4K screenshot is ~25 MB as BMP and a sample in flight holds several: folders left behind
+# fill /dev/shm (memory) until reboot. Each process names its subfolders after its pid and
+# removes them at exit and on SIGTERM; the next process sweeps those of processes that are gone.
+_NAME = re.compile(r"regionfocus-media-(\d+)-([0-9a-f]{8})-")
+_live: dict[Path, int] = {}  # folder -> pid of the process that made it (a fork inherits the dict)
+_atexit_installed = False
+_sigterm_installed = False
+_hooks_lock = threading.Lock()
+
+
+def _folder_prefix(pid: int) -> str:
+    return f"regionfocus-media-{pid}-{_pid_space()}-"
+
+
+def _pid_space() -> str:
+    """Which pids a folder name's pid is one of: this boot of this host and this pid namespace.
+    A folder left by another container or host sharing the parent folder carries another
+    tag, and is never swept on the strength of a pid that means nothing here."""
+    parts = []
+    try:
+        parts.append(Path("/proc/sys/kernel/random/boot_id").read_text().strip())
+    except OSError:
+        parts.append("")
+    try:
+        parts.append(str(os.stat("/proc/self/ns/pid").st_ino))
+    except OSError:
+        parts.append("")
+    return hashlib.sha1("|".join(parts).encode()).hexdigest()[:8]
+
+
+def _pid_alive(pid: int) -> bool:
+    """False only when no process has ``pid`` (someone else's process is alive too)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # PermissionError: it exists, another user's; anything else: keep its folder
+        return True
+    return True
+
+
+def _sweep_stale(base: Path) -> None:
+    """Remove the subfolders of ``base`` that processes of this pid space left behind: named
+    after a pid no process has, owned by us, real folders (not links)."""
+    space, me = _pid_space(), os.getpid()
+    try:
+        entries = list(os.scandir(base))
+    except OSError:
+        return
+    for entry in entries:
+        m = _NAME.match(entry.name)
+        if m is None or m.group(2) != space or int(m.group(1)) == me or _pid_alive(int(m.group(1))):
+            continue
         try:
-            self.folder.rmdir()
+            st = entry.stat(follow_symlinks=False)
         except OSError:
-            pass
+            continue
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid():
+            shutil.rmtree(entry.path, ignore_errors=True)
+
+
+def _track(folder: Path) -> None:
+    """Remove ``folder`` at exit and on SIGTERM unless :meth:`LocalFiles.close` did first."""
+    global _atexit_installed
+    with _hooks_lock:
+        _live[folder] = os.getpid()
+        if not _atexit_installed:
+            atexit.register(_remove_live)
+            _atexit_installed = True
+        _install_sigterm()
+
+
+def _untrack(folder: Path) -> None:
+    with _hooks_lock:
+        _live.pop(folder, None)
+
+
+def _remove_live() -> None:
+    """Remove this process's folders. No lock: it also runs from the SIGTERM handler, which may
+    interrupt a thread holding it; ``list`` of a dict is one step under the GIL."""
+    me = os.getpid()
+    for folder, pid in list(_live.items()):
+        if pid == me:  # a forked child inherits the dict, not the folders
+            shutil.rmtree(folder, ignore_errors=True)
+            _live.pop(folder, None)
+
+
+def _install_sigterm() -> None:
+    """Our SIGTERM handler, only where SIGTERM still kills without a word (the default): an
+    application that handles or ignores SIGTERM keeps its own, and its exit runs atexit. Signal
+    handlers can only be set from the main thread; elsewhere a later LocalFiles tries again."""
+    global _sigterm_installed
+    if _sigterm_installed or threading.current_thread() is not threading.main_thread():
+        return
+    try:
+        if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, _on_sigterm)
+    except (ValueError, OSError, AttributeError):  # no SIGTERM, or an embedded interpreter
+        return
+    _sigterm_installed = True
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    """Remove our folders, then die of the signal as the default disposition would (exit
+    status and all), so whoever sent it sees what it expects."""
+    _remove_live()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)

@@ -29,6 +29,7 @@ from typing import Any
 from regionfocus.model import Usage
 
 from ..backend import ChatResponse, Message
+from ..redact import protect_http_logs, redact_text, redact_url, split_userinfo, url_secrets
 from . import body_json
 from .encoding import ImageEncoder, LocalFiles
 
@@ -80,7 +81,9 @@ class MalformedResponseError(Exception):
 
 @dataclass
 class _Endpoint:
-    base_url: str
+    base_url: str  # as shown (records, logs, errors): credentials masked (adapters.redact)
+    target: str = ""  # as requested: the user's URL without its userinfo
+    auth: str | None = None  # the basic-auth header the userinfo stood for
     client: Any = None  # openai.AsyncOpenAI, bound to the event loop it was created in
     in_flight: int = 0
     served: int = 0
@@ -102,7 +105,12 @@ class OpenAIBackend:
     uncompressed, or png) and sent as a ``file://`` URL, which vLLM reads when started with
     ``--allowed-local-media-path`` naming a folder that holds it. A server that refuses the
     URL (HTTP 400) gets the request again with data URLs; when that goes through, the backend
-    sends data URLs from then on (logged once).
+    sends data URLs from then on (logged once). An image that cannot be written (a full or
+    read-only folder: any OSError) travels as a data URL in its request (logged once).
+
+    Credentials in a base URL (``https://user:pass@host/v1``, ``?api_key=...``) are used for the
+    requests and masked everywhere a URL is shown: ``usage.endpoint``, :class:`BackendError`,
+    log lines, ``repr`` (:mod:`adapters.redact`).
 
     Each request's usage carries ``encode_s`` (CPU seconds this request spent encoding or
     writing its images; 0 when every image was already encoded for an earlier request) and
@@ -130,7 +138,8 @@ class OpenAIBackend:
     ) -> None:
         urls = [base_urls] if isinstance(base_urls, str) else list(base_urls)
         if not urls or not all(isinstance(u, str) and u.startswith(("http://", "https://")) for u in urls):
-            raise ValueError(f"base_urls must be one or more http(s) URLs; got {base_urls!r}")
+            shown = [redact_url(u) if isinstance(u, str) else u for u in urls]
+            raise ValueError(f"base_urls must be one or more http(s) URLs; got {shown!r}")
         if not model:
             raise ValueError("model must be a non-empty model id (as the server lists it in /v1/models)")
         if timeout <= 0 or max_in_flight < 1 or max_retries < 0 or backoff < 0:
@@ -149,6 +158,7 @@ class OpenAIBackend:
         self.encoder = ImageEncoder(image_format, image_quality)
         self.local: LocalFiles | None = None
         self._local_ok = True
+        self._write_warned = False
         self._local_urls: OrderedDict[int, tuple[weakref.ref, str]] = OrderedDict()
         self._local_lock = threading.Lock()
         self._local_size: dict[str, int] = {}
@@ -159,7 +169,13 @@ class OpenAIBackend:
         # vLLM and SGLang accept any key when started without --api-key; "EMPTY" is their convention.
         self._api_key = os.environ.get(api_key_env) or "EMPTY"
         self._secret = self._api_key if self._api_key != "EMPTY" else None
-        self._endpoints = [_Endpoint(base_url=url.rstrip("/")) for url in urls]
+        self._endpoints = [_endpoint(url) for url in urls]
+        # Passwords and query-string keys of the URLs, masked like the API key wherever they
+        # turn up alone; the HTTP stack's own loggers get the same filter.
+        self._secrets = [s for url in urls for s in url_secrets(url)]
+        if self._secret:
+            self._secrets.append(self._secret)
+        protect_http_logs(self._secrets)
         self._turn = itertools.count()
         self._semaphore: asyncio.Semaphore | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -178,7 +194,7 @@ class OpenAIBackend:
 
     def use_local_media(self, folder: str | None = None, image_format: str = "bmp") -> LocalFiles:
         """Send images as ``file://`` URLs of files written under ``folder`` (see the class
-        notes); ``None``: /dev/shm."""
+        notes); ``None``: /dev/shm/regionfocus-media, the folder ``serve-command`` names."""
         self.local = LocalFiles(folder, image_format)
         self._local_ok = True
         return self.local
@@ -396,7 +412,11 @@ class OpenAIBackend:
             for endpoint in self._endpoints:
                 # max_retries=0: ours are the only retries, so attempts and backoff are predictable.
                 endpoint.client = AsyncOpenAI(
-                    base_url=endpoint.base_url, api_key=self._api_key, max_retries=0, timeout=self.timeout
+                    base_url=endpoint.target,
+                    api_key=self._api_key,
+                    max_retries=0,
+                    timeout=self.timeout,
+                    default_headers={"Authorization": endpoint.auth} if endpoint.auth else None,
                 )
         return self._semaphore
 
@@ -416,15 +436,14 @@ class OpenAIBackend:
         return base / 2 + random.uniform(0, base / 2)
 
     def _redact(self, text: str) -> str:
-        if self._secret and self._secret in text:
-            text = text.replace(self._secret, "***")
-        return text
+        """``text`` without the API key, URL credentials or secret query values."""
+        return redact_text(text, self._secrets)
 
     def _image_url(self, image: Any, stats: _WireStats, local: bool) -> str:
         """The URL one image travels as; its encoding cost and size go into ``stats``."""
         c0 = time.thread_time()
-        if local and self.local is not None:
-            url = self._local_file(image)
+        url = self._local_file(image) if local and self.local is not None else None
+        if url is not None:
             stats.files.append(url)  # acquired in _local_file: held until the answer
             stats.image_bytes += self._local_size.get(url, 0)
         else:
@@ -433,15 +452,20 @@ class OpenAIBackend:
         stats.encode_s += time.thread_time() - c0
         return url
 
-    def _local_file(self, image: Any) -> str:
+    def _local_file(self, image: Any) -> str | None:
         """The file URL of ``image``, written on first use (cached per image object, like the
-        data-URL encoder) and acquired for the calling request."""
+        data-URL encoder) and acquired for the calling request; None when it cannot be written
+        (the caller sends a data URL: a full /dev/shm must not fail the sample)."""
         key = id(image)
         with self._local_lock:
             hit = self._local_urls.get(key)
             if hit is not None and hit[0]() is image and self.local.acquire(hit[1]):
                 return hit[1]
-            url, size = self.local.write(image)
+            try:
+                url, size = self.local.write(image)
+            except OSError as e:
+                self._write_failed(e)
+                return None
             self.local.acquire(url)
             self._local_size[url] = size
             self._local_urls[key] = (weakref.ref(image), url)
@@ -450,6 +474,19 @@ class OpenAIBackend:
             while len(self._local_size) > 1024:
                 self._local_size.pop(next(iter(self._local_size)))
         return url
+
+    def _write_failed(self, error: OSError) -> None:
+        """Warn once per backend: under a full folder every request would fail its write, and
+        the local transport stays on (space may come back) without a warning per image."""
+        if self._write_warned:
+            return
+        self._write_warned = True
+        log.warning(
+            "could not write an image under %s (%s); sending images that cannot be written as data "
+            "URLs (further write failures are not logged)",
+            self.local.folder if self.local else "",
+            error.strerror or type(error).__name__,
+        )
 
     def _to_wire(
         self, messages: list[Message], stats: _WireStats | None = None, local: bool = False
@@ -475,10 +512,8 @@ class OpenAIBackend:
                         # The caller's message keeps the URL instead of the image, so the image
                         # can be freed while the request waits; a file URL carries a hold on its
                         # file for as long as the message lives (it may be sent again).
-                        if local and self.local is not None:
-                            content[j] = {**wired, "hold": self.local.hold(url)}
-                        else:
-                            content[j] = wired
+                        hold = self.local.hold(url) if local and self.local is not None else None
+                        content[j] = {**wired, "hold": hold} if hold is not None else wired
                     elif (
                         kind == "image_url"
                         and self.local is not None
@@ -511,6 +546,14 @@ class _WireStats:
     encode_s: float = 0.0
     image_bytes: int = 0
     files: list[str] = field(default_factory=list)
+
+
+def _endpoint(url: str) -> _Endpoint:
+    """One server: its URL as shown, the URL requested (no userinfo: clients log and raise with
+    the URL they hold) and the basic-auth header the userinfo stood for."""
+    url = url.rstrip("/")
+    target, auth = split_userinfo(url)
+    return _Endpoint(base_url=redact_url(url), target=target, auth=auth)
 
 
 def _merged(kwargs: dict[str, Any]) -> dict[str, Any]:
