@@ -1,4 +1,4 @@
-"""The recommended ``vllm serve`` line per family (design notes §4).
+"""The recommended ``vllm serve`` line per family (docs/ARCHITECTURE.md §5).
 
 ``--generation-config vllm`` matters: without it vLLM applies the model's own
 generation_config (temperature, repetition penalty) to every request that does not override

@@ -1,7 +1,7 @@
 """One RegionFocus round: focal point -> boxes -> views -> candidates -> choice.
 
-Read top to bottom, :meth:`RegionFocus.refine` is the algorithm of the paper (§2 of the design
-notes). Candidate requests are independent and run concurrently; a failed model call is
+Read top to bottom, :meth:`RegionFocus.refine` is the algorithm of the paper
+(docs/ARCHITECTURE.md §2). Candidate requests are independent and run concurrently; a failed model call is
 recorded in the trace and never ends the round.
 """
 

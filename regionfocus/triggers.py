@@ -20,7 +20,7 @@ from .model import Verdict
 class Effect:
     """Did an executed action change anything? Filled by a live environment.
 
-    ``changed`` is the OR of the signals (no single one suffices, see the design notes §7).
+    ``changed`` is the OR of the signals (no single one suffices, see docs/ARCHITECTURE.md §8).
     """
 
     changed: bool

@@ -18,7 +18,7 @@ from typing import Any
 
 CORRECT, WRONG, WRONG_FORMAT = "correct", "wrong", "wrong_format"
 
-# What the official harness is run with (DESIGN §5); written into every detail.
+# What the official harness is run with (docs/ARCHITECTURE.md §6); written into every detail.
 GT_TYPE = "positive"
 INSTRUCTION_STYLE = "instruction"
 

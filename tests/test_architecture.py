@@ -1,4 +1,4 @@
-"""The layering of DESIGN.md §3, read from the code itself: harnesses -> adapters -> core.
+"""The layering of docs/ARCHITECTURE.md §1, read from the code itself: harnesses -> adapters -> core.
 
 Every import of every module of the installed packages is read from its source (module level
 and inside functions alike, so a lazy import counts) and checked against the allowed edges;

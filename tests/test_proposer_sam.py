@@ -1,4 +1,4 @@
-"""SAM proposer on a real, tiny, randomly initialised segment-anything model (DESIGN.md §9).
+"""SAM proposer on a real, tiny, randomly initialised segment-anything model (docs/ARCHITECTURE.md §10).
 
 The model's masks are random, so tests on its own output assert the machinery (boxes inside
 the image, minimum size, the focal point, the embedding cache, the worker thread). Exact box

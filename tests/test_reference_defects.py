@@ -1,6 +1,6 @@
 """Each known defect of the authors' released reference code, as a test we must pass.
 
-The defects (design notes §2): a substring judge; a focal request that repeats the grounding
+The defects (docs/ARCHITECTURE.md §2): a substring judge; a focal request that repeats the grounding
 request; identical candidates not merged; illegible star labels on 4K; an unparseable selection
 silently becoming candidate 1; a raising sample dropped from the denominator; debug files of
 several instructions on one screenshot overwriting each other; an unseeded shuffle.

@@ -25,7 +25,7 @@ from regionfocus import Action, ActionType, Option, Point, Query, RegionFocus, V
 pytestmark = [pytest.mark.vllm, pytest.mark.slow, pytest.mark.timeout(1800)]
 
 # The tiny model's processor keeps images up to 256 * 28^2 px as they are (tests/tiny_qwen.py);
-# adapters resize to at most that, so the server never resizes again (DESIGN.md section 4).
+# adapters resize to at most that, so the server never resizes again (docs/ARCHITECTURE.md §5).
 TINY_MAX_PIXELS = 256 * 28 * 28
 
 

@@ -7,7 +7,7 @@ pixel limits, and a 2-layer config with random weights. Its output is random tex
 malformed-output test for every parser downstream.
 
 Sizes are chosen for vLLM's CPU attention, which supports head sizes 32, 64, 80, ... but not 16
-(see DESIGN.md §9): text hidden 128 with 4 query heads and 2 KV heads gives head_dim 32, and the
+(see docs/ARCHITECTURE.md §10): text hidden 128 with 4 query heads and 2 KV heads gives head_dim 32, and the
 multimodal rope sections [4, 6, 6] sum to head_dim / 2 as Qwen2.5-VL's M-RoPE requires.
 
 Deterministic: the same call writes the same tokenizer and weights. Cached: a folder holding a

@@ -1,6 +1,6 @@
 """Did an action take effect? The in-page observer script and the signals it feeds.
 
-No single signal suffices (design notes §7), so :func:`combine` ORs four of them into a
+No single signal suffices (docs/ARCHITECTURE.md §8), so :func:`combine` ORs four of them into a
 :class:`regionfocus.triggers.Effect`:
 
 - the URL changed;

@@ -1,5 +1,5 @@
 """The WebVoyager auto-evaluation protocol with any OpenAI-compatible VLM (He et al., 2024;
-the protocol of the official ``evaluation/auto_eval.py``, design notes §6).
+the protocol of the official ``evaluation/auto_eval.py``, docs/ARCHITECTURE.md §7).
 
 The judge sees only the task, the agent's final answer and the last ``k`` screenshots (k = 15
 in the official script), and must end with SUCCESS or NOT SUCCESS. A task without an answer is

@@ -29,7 +29,7 @@ from .tasks import WebTask
 # the text (checked with it, with and without RegionFocus). Multi-step click/type tasks that a
 # VLM can do (click-option, enter-text, focus-text, login-user, click-collapsible, choose-list)
 # are left to `miniwob:...` lists: the OCR agent repeats one instruction and cannot finish them.
-# Drag, draw, slider and colour tasks suit neither (design notes §8).
+# Drag, draw, slider and colour tasks suit neither (docs/ARCHITECTURE.md §9).
 DEFAULT_TASKS = (
     "click-button",
     "click-link",

@@ -1,7 +1,7 @@
 """True zoom: re-render a region of the live page at a higher scale through CDP.
 
 ``Page.captureScreenshot`` with ``clip = {x, y, width, height, scale}`` rasterises the region
-anew at ``scale``, so text in the view is sharp rather than upsampled (design notes §7; resizing
+anew at ``scale``, so text in the view is sharp rather than upsampled (docs/ARCHITECTURE.md §8; resizing
 the device metrics and calling ``page.screenshot`` does not work because Playwright resets them).
 CDP's clip is in *document* CSS px, so the visual viewport's page offset is added to the box,
 which is in viewport CSS px = screenshot px (device scale 1).

@@ -5,7 +5,7 @@ images as data URLs, spreads requests over one or more servers by load, bounds t
 flight, and retries what is worth retrying. The API key is read from an environment variable and
 never appears in logs, exception text or repr.
 
-Serving notes (DESIGN.md §4): start vLLM with ``--generation-config vllm`` so the model's own
+Serving notes (docs/ARCHITECTURE.md §5): start vLLM with ``--generation-config vllm`` so the model's own
 generation_config does not silently change sampling; this backend always sends ``temperature``
 and ``max_tokens`` explicitly.
 """

