@@ -36,6 +36,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
+from .model_text import bounded
+
 _PART_KEYS = {
     "sd": "screen_description",
     "par": "previous_action_result",
@@ -209,7 +211,7 @@ def parse_coat(text: str) -> CoatParts:
     found: dict[str, str] = {}
     keep: list[str] = []
     current: str | None = None
-    for line in text.splitlines():
+    for line in bounded(text).splitlines():
         m = _LABEL_RE.match(line)
         if m:
             current = m.group(1).lower().replace(" ", "_")

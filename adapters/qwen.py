@@ -21,6 +21,7 @@ from regionfocus.geometry import Point
 from regionfocus.model import Query
 
 from .backend import Message
+from .model_text import STRICT_JSON, bounded, finite_number, sound_action
 from .resize import ResizeSpec
 from .vlm import (
     Prompt,
@@ -83,14 +84,13 @@ def loads_lenient(s: str) -> Any:
     start = s.find("{")
     if start < 0:
         return None
-    dec = json.JSONDecoder()
     try:
-        return dec.raw_decode(s, start)[0]
-    except ValueError:
+        return STRICT_JSON.raw_decode(s, start)[0]
+    except (ValueError, RecursionError):  # RecursionError: brackets nested past the stack
         pass
     try:
-        return json.loads(_close_json(s[start:]))
-    except ValueError:
+        return STRICT_JSON.decode(_close_json(s[start:]))
+    except (ValueError, RecursionError):
         return None
 
 
@@ -99,6 +99,7 @@ def tool_calls(text: str) -> list[dict]:
     closing tag, the next opening tag or the end (closing tags go missing); with no tags at
     all, any JSON object carrying ``name``/``arguments`` or an ``action`` counts."""
     out: list[dict] = []
+    text = bounded(text)
     if _OPEN in text:
         parts = text.split(_OPEN)[1:]
         for part in parts:
@@ -129,11 +130,12 @@ def _arguments(call: dict) -> dict | None:
 
 def _coord(value: Any) -> Point | None:
     if isinstance(value, (list, tuple)):
-        flat = [v for v in value if isinstance(v, (int, float)) and not isinstance(v, bool)]
-        if len(flat) == len(value) and len(flat) in (2, 4):
-            value = ",".join(str(v) for v in flat)
-        else:
+        flat = [finite_number(v) if isinstance(v, (int, float)) else None for v in value]
+        if None in flat or len(flat) not in (2, 4):
             return None
+        if len(flat) == 4:  # a box: its centre
+            return Point((flat[0] + flat[2]) / 2, (flat[1] + flat[3]) / 2)
+        return Point(flat[0], flat[1])
     if isinstance(value, str):
         xy = coords_from_value(value)
         return Point(*xy) if xy else None
@@ -141,16 +143,7 @@ def _coord(value: Any) -> Point | None:
 
 
 def _number(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value.strip())
-        except ValueError:
-            return None
-    return None
+    return finite_number(value) if isinstance(value, (int, float, str)) else None
 
 
 def call_to_action(call: dict) -> Action | None:
@@ -187,7 +180,10 @@ def call_to_action(call: dict) -> Action | None:
         text, submit = typed_text(text)
         return Action(t, point, text=text, submit=submit)
     if t == ActionType.SCROLL:
-        pixels = _number(args.get("pixels", args.get("amount")))
+        raw = args.get("pixels", args.get("amount"))
+        pixels = _number(raw)
+        if raw is not None and pixels is None:
+            return None  # "pixels": "nan" is no amount to scroll by
         direction = args.get("direction") if isinstance(args.get("direction"), str) else None
         if direction:
             direction = direction.lower().strip()
@@ -201,7 +197,10 @@ def call_to_action(call: dict) -> Action | None:
             return None
         return Action(t, point, direction=direction, amount=abs(pixels) if pixels else None)
     if t == ActionType.WAIT:
-        return Action(t, amount=_number(args.get("time")))
+        seconds = _number(args.get("time"))
+        if args.get("time") is not None and seconds is None:
+            return None  # "time": "nan" or "inf" is no time to wait
+        return Action(t, amount=seconds)
     if t == ActionType.FINISHED:
         if name == "answer":
             text = args.get("text", "")
@@ -214,10 +213,11 @@ def call_to_action(call: dict) -> Action | None:
 def parse_qwen(text: str) -> Action | None:
     """The first usable tool call of a Qwen answer (model-frame numbers), else the first bare
     coordinates as a click (grounding answers such as ``{"bbox_2d": [...]}``), else None."""
-    if not isinstance(text, str) or not text.strip():
+    text = bounded(text)
+    if not text.strip():
         return None
     for call in tool_calls(text):
-        action = call_to_action(call)
+        action = sound_action(call_to_action(call))
         if action is not None:
             return action
     if _OPEN in text:

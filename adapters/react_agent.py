@@ -52,6 +52,7 @@ from .coat import (
     coat_from_mapping,
     coat_instructions,
 )
+from .model_text import STRICT_JSON, bounded, finite_number, sound_action
 from .screen_text import ScreenText, describe_screen
 from .ui_detect import ElementDetector
 
@@ -192,13 +193,14 @@ _COMMAND_RE = re.compile(r'"name"\s*:\s*"([A-Za-z_]+)"\s*,\s*"args"\s*:\s*(\{[^{
 
 
 def _json_objects(text: str):
-    """Every JSON object that parses starting at some '{' of ``text``, outermost first."""
-    decoder = json.JSONDecoder()
+    """Every JSON object that parses starting at some '{' of ``text``, outermost first (NaN,
+    Infinity and 1e999 do not parse: :data:`STRICT_JSON`)."""
+    text = bounded(text)
     i = text.find("{")
     while i != -1:
         try:
-            obj, end = decoder.raw_decode(text, i)
-        except json.JSONDecodeError:
+            obj, end = STRICT_JSON.raw_decode(text, i)
+        except (json.JSONDecodeError, RecursionError):  # RecursionError: nesting past the stack
             i = text.find("{", i + 1)
             continue
         if isinstance(obj, dict):
@@ -324,8 +326,7 @@ def parse_answer(text: str, *, screen: ScreenText | None = None, from_model: Any
     drag. Bad commands are skipped and reported in ``errors``; never raises, never evaluates.
     """
     out = ParsedAnswer()
-    text = text or ""
-    body = re.sub(r"```(?:json)?", "", text)
+    body = re.sub(r"```(?:json)?", "", bounded(text))
     obj = next((o for o in _json_objects(body) if "commands" in o or "thoughts" in o), None)
     raw_cmds: list[tuple[str, Any]] = []
     if obj is not None:
@@ -351,7 +352,7 @@ def parse_answer(text: str, *, screen: ScreenText | None = None, from_model: Any
                 out.thoughts[key] = _unescape(m.group(1))
         for m in _COMMAND_RE.finditer(body):
             try:
-                args = json.loads(m.group(2))
+                args = STRICT_JSON.decode(m.group(2))
             except json.JSONDecodeError:
                 out.errors.append(f"{m.group(1)}: args are not JSON: {m.group(2)[:80]!r}")
                 continue
@@ -375,6 +376,10 @@ def parse_answer(text: str, *, screen: ScreenText | None = None, from_model: Any
                 action = to_action(name, args, screen=screen, from_model=from_model)
         except CommandError as e:
             out.errors.append(f"{name}: {e}")
+            continue
+        action = sound_action(action)
+        if action is None:
+            out.errors.append(f"{name}: a number in it is not finite")
             continue
         out.actions.append(action)
         out.commands.append(format_command(action))
@@ -608,13 +613,12 @@ def _tried_text(failed: Sequence[Point], view: View | None, screen: ScreenText |
 
 
 def _first_number(text: str, n: int) -> int | None:
-    for obj in _json_objects(text or ""):
-        v = obj.get("choice")
-        if isinstance(v, (int, float)) and 1 <= int(v) <= n:
+    text = bounded(text)
+    for obj in _json_objects(text):
+        v = finite_number(obj.get("choice")) if isinstance(obj.get("choice"), (int, float, str)) else None
+        if v is not None and v.is_integer() and 1 <= v <= n:
             return int(v)
-        if isinstance(v, str) and v.strip().isdigit() and 1 <= int(v) <= n:
-            return int(v)
-    for m in re.finditer(r"\b(\d{1,3})\b", text or ""):
+    for m in re.finditer(r"\b(\d{1,3})\b", text):
         if 1 <= int(m.group(1)) <= n:
             return int(m.group(1))
     return None

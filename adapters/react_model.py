@@ -50,6 +50,7 @@ from regionfocus.model import ModelReply, Option, Query, Turn, Usage, Verdict
 
 from .backend import ChatBackend, Message
 from .coat import CoatConfig, CoatHistory, CoatParts, CoatStep
+from .model_text import STRICT_JSON, bounded, finite_number
 from .react_agent import (
     CHOICE_PROMPT,
     VIEW_PROMPT,
@@ -128,10 +129,11 @@ def failed_on_screen(turns: Sequence[Turn]) -> list[Point]:
 
 
 def _json_field(text: str, key: str):
-    for m in re.finditer(r"\{", text or ""):
+    text = bounded(text)
+    for m in re.finditer(r"\{", text):
         try:
-            obj, _ = json.JSONDecoder().raw_decode(text, m.start())
-        except json.JSONDecodeError:
+            obj, _ = STRICT_JSON.raw_decode(text, m.start())
+        except (json.JSONDecodeError, RecursionError):
             continue
         if isinstance(obj, dict) and key in obj:
             return obj[key]
@@ -320,8 +322,9 @@ class ReactModel:
         raw, usage, _ = await self._request(image, query, note, 96, temperature)
         point = None
         v = _json_field(raw, "point")
-        if isinstance(v, list) and len(v) >= 2 and all(isinstance(x, (int, float)) for x in v[:2]):
-            point = Point(float(v[0]), float(v[1]))
+        xy = [finite_number(x) for x in v[:2]] if isinstance(v, list) and len(v) >= 2 else []
+        if len(xy) == 2 and None not in xy and not any(isinstance(x, bool) for x in v[:2]):
+            point = Point(xy[0], xy[1])
         action = None
         if point is None:
             parsed = parse_answer(raw, screen=screen)

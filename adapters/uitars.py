@@ -20,6 +20,7 @@ from regionfocus.geometry import Point
 from regionfocus.model import Query
 
 from .backend import Message
+from .model_text import bounded, sound_action
 from .resize import ResizeSpec
 from .vlm import (
     Prompt,
@@ -194,7 +195,8 @@ def parse_uitars(text: str) -> Action | None:
     (a click) for grounding answers such as ``(512,300)`` or ``<point>512 300</point>``.
     The thought (or reflection) goes into ``extras``.
     """
-    if not isinstance(text, str) or not text.strip():
+    text = bounded(text)
+    if not text.strip():
         return None
     text = _NOISE.sub("", text)
     marks = list(_ACTION_MARK.finditer(text))
@@ -204,7 +206,7 @@ def parse_uitars(text: str) -> Action | None:
     if m:
         thought = m.group(1).strip()
     for call in scan_calls(body):
-        action = call_to_action(call)
+        action = sound_action(call_to_action(call))
         if action is not None:
             if thought:
                 action.extras["thought"] = thought

@@ -32,6 +32,7 @@ from regionfocus.landmarks import draw_landmarks, landmark_extent
 from regionfocus.model import ModelReply, Option, Query, Turn, Verdict
 
 from .backend import DERIVED_ROWS_KEY, ChatBackend, Message
+from .model_text import bounded, finite_number, sound_action
 from .resize import Resized, ResizeSpec, resize_for_model
 
 Frame = Literal["relative", "absolute"]
@@ -154,6 +155,7 @@ def parse_verdict(text: str) -> Verdict:
     """
     if not isinstance(text, str):
         return Verdict.UNKNOWN
+    text = bounded(text)
     for m in reversed(list(_VERDICT_LINE.finditer(text))):
         word = m.group(1).lower()
         if word in _VERDICT_WORDS and _rest_ok(m.group(2)):
@@ -210,24 +212,24 @@ def parse_choice(text: str, valid: Sequence[int] | None = None) -> int | None:
     if not isinstance(text, str):
         return None
     # "the second star" names star 2 as plainly as "star 2" does.
-    text = _ORDINAL.sub(lambda m: f"{m.group(2)} {_ORDINALS.index(m.group(1).lower()) + 1}", text)
+    text = _ORDINAL.sub(lambda m: f"{m.group(2)} {_ORDINALS.index(m.group(1).lower()) + 1}", bounded(text))
     n: int | None = None
     matches = list(_CHOICE_LINE.finditer(text))
     if matches:
         last = matches[-1]
         if _COORD_TAIL.match(last.group(2)) or not _rest_ok(last.group(2)):
             return None
-        n = int(last.group(1))
+        n = _option_number(last.group(1))
     if n is None:
         verbs = list(_CHOICE_VERB.finditer(text))
         if verbs:
-            n = int(verbs[-1].group(1))
+            n = _option_number(verbs[-1].group(1))
     if n is None:
         m = _LONE_NUMBER.match(text.strip())
         if m:
-            n = int(m.group(1))
+            n = _option_number(m.group(1))
     if n is None:
-        named = {int(m.group(1)) for m in _CHOICE_MENTION.finditer(text)}
+        named = {_option_number(m.group(1)) for m in _CHOICE_MENTION.finditer(text)}
         if len(named) == 1:
             n = named.pop()
     if n is None or (valid is not None and n not in set(valid)):
@@ -235,11 +237,18 @@ def parse_choice(text: str, valid: Sequence[int] | None = None) -> int | None:
     return n
 
 
-# Bare coordinates, most specific first. Each yields 2 numbers (a point) or 4 (a box).
+def _option_number(digits: str) -> int | None:
+    # int() refuses digit strings past 4300 characters: a number that long names no option.
+    return int(digits) if len(digits) <= 6 else None
+
+
+# Bare coordinates, most specific first. Each yields 2 numbers (a point) or 4 (a box). Every
+# pattern is linear in the text: a box's contents hold no '<', so an unclosed tag's search
+# stops at the next tag instead of running to the end of the reply for every opening.
 _COORD_PATTERNS = [
     re.compile(rf"<point>\s*({NUM})[\s,]+({NUM})\s*</point>"),
-    re.compile(r"<\|box_start\|>(.*?)<\|box_end\|>", re.S),
-    re.compile(r"<bbox>(.*?)</bbox>", re.S),
+    re.compile(r"<\|box_start\|>([^<]*)<\|box_end\|>"),
+    re.compile(r"<bbox>([^<]*)</bbox>"),
     re.compile(
         rf"\"(?:bbox_2d|bbox|box)\"\s*:\s*\[\s*({NUM})\s*,\s*({NUM})\s*,\s*({NUM})\s*,\s*({NUM})\s*\]"
     ),
@@ -250,7 +259,10 @@ _COORD_PATTERNS = [
 
 
 def numbers_in(s: str) -> list[float]:
-    return [float(v) for v in re.findall(NUM, s)]
+    """The numbers written in ``s``; a digit string too long for a finite float spoils the
+    lot (inf), so the caller's count check fails and nothing is read from it."""
+    found = [finite_number(v) for v in re.findall(NUM, s)]
+    return [v for v in found if v is not None] if all(v is not None for v in found) else [math.nan]
 
 
 def coords_from_value(value: str) -> tuple[float, float] | None:
@@ -267,10 +279,11 @@ def coords_from_value(value: str) -> tuple[float, float] | None:
 def find_coordinates(text: str, want: int = 2) -> list[float] | None:
     """The earliest bare coordinate group in ``text``: a point (``want=2``; a box gives its
     centre) or a box (``want=4``; only 4-number groups). Model-frame numbers, or None."""
+    text = bounded(text)
     best: tuple[int, list[float]] | None = None
     for pat in _COORD_PATTERNS:
         for m in pat.finditer(text):
-            nums = [float(g) for g in m.groups()] if len(m.groups()) > 1 else numbers_in(m.group(1))
+            nums = numbers_in(" ".join(m.groups()))
             if len(nums) not in (2, 4) or (want == 4 and len(nums) != 4):
                 continue
             if best is None or m.start() < best[0]:
@@ -472,10 +485,10 @@ class VlmAdapter:
         ``width`` x ``height``, assuming it was sent at this adapter's own resize. None on
         junk; never raises."""
         try:
-            action = self.parse_model_action(text)
+            action = sound_action(self.parse_model_action(bounded(text)))
             if action is None:
                 return None
-            return action.map_points(lambda p: self.from_model(p.x, p.y, (width, height)))
+            return sound_action(action.map_points(lambda p: self.from_model(p.x, p.y, (width, height))))
         except Exception:  # noqa: BLE001 - untrusted text must never end a round; tests fuzz the parsers
             return None
 

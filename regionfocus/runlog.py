@@ -214,9 +214,9 @@ def json_safe(value: Any) -> Any:
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, str):
-        return _clean_text(value)
+        return valid_text(value)
     if isinstance(value, dict):
-        return {(_clean_text(k) if isinstance(k, str) else k): json_safe(v) for k, v in value.items()}
+        return {(valid_text(k) if isinstance(k, str) else k): json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [json_safe(v) for v in value]
     return value
@@ -225,7 +225,9 @@ def json_safe(value: Any) -> Any:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _clean_text(text: str) -> str:
+def valid_text(text: str) -> str:
+    """``text`` with each lone surrogate (what a ``\\ud800`` escape in JSON decodes to) replaced
+    by U+FFFD, so it encodes as UTF-8."""
     try:
         text.encode("utf-8")
         return text
