@@ -42,7 +42,7 @@ VIEW = (1280, 900)
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def browser():
-    async with Browser() as b:
+    async with Browser(private_hosts=("127.0.0.1",)) as b:  # the pages' local server
         yield b
 
 

@@ -55,7 +55,7 @@ def site():
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def browser():
-    async with Browser() as b:
+    async with Browser(private_hosts=("127.0.0.1",)) as b:  # the local test site
         yield b
 
 

@@ -94,7 +94,8 @@ def test_scroll_delta_directions_and_amounts():
 def test_url_policy(tmp_path):
     cfg = EnvConfig()
     assert url_allowed("https://www.allrecipes.com/recipe/1", cfg) is None
-    assert url_allowed("http://127.0.0.1:8000/", cfg) is None
+    assert "loopback, private or link-local" in url_allowed("http://127.0.0.1:8000/", cfg)
+    assert url_allowed("http://127.0.0.1:8000/", EnvConfig(allow_domains=("127.0.0.1",))) is None
     assert "scheme 'file'" in url_allowed("file:///etc/passwd", cfg)
     assert "scheme 'javascript'" in url_allowed("javascript:alert(1)", cfg)
     assert "scheme 'chrome'" in url_allowed("chrome://crash", cfg)

@@ -64,7 +64,9 @@ def _target(url: str) -> tuple[str, str | None]:
 
 async def _run(args: argparse.Namespace, viewport: tuple[int, int], phases: list[str]) -> str:
     url, root = _target(args.url)
-    async with Browser() as browser:
+    host = urlsplit(url).hostname
+    # The page the user named may be on this machine (a site in development): its host is allowed.
+    async with Browser(private_hosts=(host,) if host else ()) as browser:
         env = await browser.new_env(EnvConfig(viewport=viewport, file_root=root))
         try:
             error = await env.goto(url)

@@ -301,7 +301,7 @@ async def run_corpus(
         pages += found
         notes += missing
     results = []
-    async with Browser() as browser:
+    async with Browser(private_hosts=("127.0.0.1",)) as browser:  # LocalSite serves there
         with StaticServer(PAGES_DIR) as own, StaticServer(DOC_ROOT) if DOC_ROOT.is_dir() else _Null() as docs:
             for p in pages:
                 server = own if p.kind == "own" else docs

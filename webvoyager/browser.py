@@ -15,12 +15,10 @@ from __future__ import annotations
 import asyncio
 import io
 import logging
-import os
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Literal
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 from PIL import Image
 from playwright.async_api import Browser as PWBrowser
@@ -28,7 +26,7 @@ from playwright.async_api import BrowserContext, Dialog, Page, Playwright, Reque
 from playwright.async_api import Error as PlaywrightError
 
 from regionfocus.actions import Action, ActionType
-from regionfocus.chromium import CHROMIUM_ARGS, resolve_browser
+from regionfocus.chromium import launch_options, resolve_browser
 from regionfocus.environment import StepResult
 from regionfocus.triggers import Effect
 
@@ -42,6 +40,7 @@ from .effects import (
     combine,
     expected_noise,
 )
+from .net_policy import NetPolicy, refusal, resolver_rules
 from .zoom import CdpZoom
 
 log = logging.getLogger(__name__)
@@ -49,15 +48,19 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class EnvConfig:
-    """``viewport``: (W, H) CSS px = screenshot px. ``allow_domains``: when non-empty, top-level
-    navigations must go to one of these hosts or their subdomains. ``file_root``: file:// URLs
+    """``viewport``: (W, H) CSS px = screenshot px. ``allow_domains``: when non-empty, pages and
+    frames must come from one of these hosts or their subdomains. ``file_root``: file:// URLs
     under this folder are allowed (the built-in MiniWoB++ pages); other file URLs never are.
+    ``deny_hosts``: hosts or host:port origins never requested (the run's model servers).
+    Loopback, private and link-local addresses are the :class:`Browser`'s to allow
+    (net_policy.py has the rules).
     ``rest``: where the mouse is parked for screenshots, (x, y) px; default the bottom-right
     corner, away from content."""
 
     viewport: tuple[int, int] = (1440, 1440)
     allow_domains: tuple[str, ...] = ()
     file_root: str | None = None
+    deny_hosts: tuple[str, ...] = ()
     dialogs: Literal["accept", "dismiss"] = "accept"
     settle_s: float = 0.25
     settle_max_s: float = 3.0
@@ -73,33 +76,44 @@ class EnvConfig:
 
 
 def url_allowed(url: str, config: EnvConfig) -> str | None:
-    """None when the top-level navigation to ``url`` is allowed, else the reason."""
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    if scheme in ("http", "https"):
-        host = (parts.hostname or "").lower()
-        if config.allow_domains and not any(
-            host == d or host.endswith("." + d) for d in (d.lower().lstrip(".") for d in config.allow_domains)
-        ):
-            return f"domain {host!r} is not in the allow-list"
-        return None
-    if scheme == "about" and url in ("about:blank",):
-        return None
-    if scheme == "file" and config.file_root:
-        path = os.path.realpath(parts.path)
-        root = os.path.realpath(config.file_root)
-        if os.path.commonpath([path, root]) == root:
-            return None
-        return f"file {path} is outside {root}"
-    return f"scheme {scheme or '(none)'!r} is not allowed (http and https only)"
+    """None when a page may be loaded from ``url`` under ``config`` (no private address
+    allowed), else the reason."""
+    return refusal(url, _policy(config))
+
+
+def _policy(config: EnvConfig, allow_private: bool = False, private_hosts: tuple[str, ...] = ()) -> NetPolicy:
+    return NetPolicy(
+        allow_domains=config.allow_domains,
+        allow_private=allow_private,
+        private_hosts=private_hosts,
+        deny=config.deny_hosts,
+        file_root=config.file_root,
+    )
 
 
 class Browser:
-    """One Chromium for a run, shared by the tasks running in parallel (one context each)."""
+    """One Chromium for a run, shared by the tasks running in parallel (one context each).
 
-    def __init__(self, executable: str | None = None, headless: bool = True):
+    ``sandbox``: Chromium's sandbox (False: off, ``--no-browser-sandbox``; it is off anyway as
+    root). ``allow_private``: pages may reach loopback, private and link-local addresses
+    (``--allow-private-network``); ``private_hosts``: those of them that may be reached (a
+    local test site, ``--allow-domain 127.0.0.1``). Both hold for every task of the run, since
+    Chromium enforces them from its launch."""
+
+    def __init__(
+        self,
+        executable: str | None = None,
+        headless: bool = True,
+        *,
+        sandbox: bool = True,
+        allow_private: bool = False,
+        private_hosts: tuple[str, ...] = (),
+    ):
         self.executable = resolve_browser(executable)
         self.headless = headless
+        self.sandbox = sandbox
+        self.allow_private = allow_private
+        self.private_hosts = tuple(private_hosts)
         self._pw: Playwright | None = None
         self._browser: PWBrowser | None = None
         self._lock = asyncio.Lock()
@@ -112,9 +126,10 @@ class Browser:
 
     async def _launch(self) -> None:
         assert self._pw is not None
-        args = list(CHROMIUM_ARGS) if self.headless else [a for a in CHROMIUM_ARGS if a != "--headless"]
+        rules = resolver_rules(NetPolicy(allow_private=self.allow_private, private_hosts=self.private_hosts))
+        extra = (f"--host-resolver-rules={rules}",) if rules else ()
         self._browser = await self._pw.chromium.launch(
-            executable_path=self.executable, args=args, headless=self.headless
+            **launch_options(self.executable, headless=self.headless, sandbox=self.sandbox, extra_args=extra)
         )
 
     @property
@@ -136,7 +151,7 @@ class Browser:
                 device_scale_factor=1,
                 accept_downloads=False,
             )
-        env = BrowserEnv(context, config)
+        env = BrowserEnv(context, config, _policy(config, self.allow_private, self.private_hosts))
         await env._init()
         return env
 
@@ -162,9 +177,10 @@ class BrowserEnv:
     """One task's browser context. Use :meth:`goto`, then alternate :meth:`observe` /
     :meth:`act`; :attr:`zoom` is the true-zoom view source for RegionFocus."""
 
-    def __init__(self, context: BrowserContext, config: EnvConfig):
+    def __init__(self, context: BrowserContext, config: EnvConfig, policy: NetPolicy | None = None):
         self.context = context
         self.config = config
+        self.policy = policy or _policy(config)
         self.page: Page | None = None
         self.events: list[dict] = []
         self.crashed = False
@@ -193,6 +209,7 @@ class BrowserEnv:
             return
         self._pages.append(page)
         page.on("dialog", self._on_dialog)
+        page.on("framenavigated", self._on_frame_navigated)
         page.on("crash", lambda p=page: self._on_crash(p))
         page.on("close", lambda p=page: self._on_close(p))
         page.set_default_timeout(self.config.action_timeout_s * 1000)
@@ -230,18 +247,50 @@ class BrowserEnv:
             pass
 
     async def _route(self, route: Route, request: Request) -> None:
-        if request.is_navigation_request() and _top_level(request):
-            reason = url_allowed(request.url, self.config)
-            if reason is not None:
-                self.events.append({"type": "blocked", "url": request.url[:500], "reason": reason})
-                await route.abort("blockedbyclient")
-                return
+        document = request.resource_type == "document"  # a page or a frame
+        reason = refusal(request.url, self.policy, document=document)
+        if reason is not None:
+            await self._block(route, request.url, reason)
+            return
+        if document and urlsplit(request.url).scheme in ("http", "https"):
+            await self._load_document(route, request)
+            return
         await route.continue_()
+
+    async def _load_document(self, route: Route, request: Request) -> None:
+        """Fetch a document ourselves so that a redirect's target is checked before the
+        browser follows it (Playwright routes only a redirect chain's first request)."""
+        try:
+            response = await route.fetch(max_redirects=0, timeout=self.config.nav_timeout_s * 1000)
+        except PlaywrightError:
+            await route.continue_()  # let the browser fail it with its own error
+            return
+        location = response.headers.get("location") if 300 <= response.status < 400 else None
+        if location:
+            target = urljoin(request.url, location)
+            reason = refusal(target, self.policy, document=True)
+            if reason is not None:
+                await self._block(route, target, f"redirect from {request.url[:200]}: {reason}")
+                return
+        await route.fulfill(response=response)
+
+    async def _block(self, route: Route, url: str, reason: str) -> None:
+        self.events.append({"type": "blocked", "url": url[:500], "reason": reason})
+        await route.abort("blockedbyclient")
+
+    def _on_frame_navigated(self, frame) -> None:
+        """A document that arrived where no document may come from (a chain of redirects
+        checked only at its first hop): replaced by a blank page."""
+        arrived = urlsplit(frame.url).scheme in ("http", "https", "file")  # not about: or an error page
+        reason = refusal(frame.url, self.policy, document=True) if arrived else None
+        if reason is not None:
+            self.events.append({"type": "blocked", "url": frame.url[:500], "reason": reason})
+            asyncio.ensure_future(_blank(frame))
 
     # ------------------------------------------------------------------ navigation
     async def goto(self, url: str) -> str | None:
         """Open ``url`` in the current page; returns an error message or None."""
-        reason = url_allowed(url, self.config)
+        reason = refusal(url, self.policy)
         if reason is not None:
             return f"navigation to {url!r} refused: {reason}"
         page = self._current_page()
@@ -416,20 +465,14 @@ class BrowserEnv:
             pass
 
 
-def _top_level(request: Request) -> bool:
-    """Whether a navigation request is for a top-level document. A popup's first request comes
-    before its frame exists: that is a top-level navigation too."""
+async def _blank(frame) -> None:
     try:
-        return request.frame.parent_frame is None
+        await frame.goto("about:blank")
     except PlaywrightError:
-        return True
+        pass  # the frame went away or navigated on: nothing left to replace
 
 
 def _short(e: BaseException, limit: int = 300) -> str:
     """The first line of a Playwright error (its call logs run to many lines)."""
     text = str(e).strip().splitlines()
     return (text[0] if text else type(e).__name__)[:limit]
-
-
-def file_url(path: str | Path) -> str:
-    return Path(path).resolve().as_uri()

@@ -8,6 +8,7 @@ import asyncio
 import logging
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from adapters.redact import redact_url
 from regionfocus.cliargs import add_regionfocus_arguments, config_from_args
@@ -113,7 +114,22 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="D",
-        help="only navigate to this domain and its subdomains (repeatable; default: any http(s) site)",
+        help="only load pages from this domain and its subdomains, redirects and frames included "
+        "(repeatable; default: any public http(s) site). A loopback or private address named here "
+        "is reachable too (--allow-domain 127.0.0.1 for a site served on this machine)",
+    )
+    g.add_argument(
+        "--allow-private-network",
+        action="store_true",
+        help="let pages reach loopback, private and link-local addresses (a site on this machine or "
+        "your LAN). Off by default: a page could otherwise probe your network, the cloud metadata "
+        "service (169.254.169.254) or the model server; the model server stays blocked either way",
+    )
+    g.add_argument(
+        "--no-browser-sandbox",
+        action="store_true",
+        help="run Chromium without its sandbox (where it cannot start, e.g. some containers; "
+        "as root it is off anyway, with a warning)",
     )
     g.add_argument(
         "--dialogs",
@@ -209,6 +225,20 @@ def coat_from_args(args: argparse.Namespace):
         raise ValueError(f"--coat-parts: {e}") from None
 
 
+def model_origins(base_urls: list[str]) -> tuple[str, ...]:
+    """``host:port`` of each model server: pages never reach them, even on a network allowed."""
+    out = []
+    for url in base_urls:
+        parts = urlsplit(url)
+        try:
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+        except ValueError:
+            continue  # a malformed URL fails where it is used
+        if parts.hostname:
+            out.append(f"{parts.hostname.lower()}:{port}")
+    return tuple(out)
+
+
 def load_task_list(args: argparse.Namespace):
     from . import miniwob
     from .tasks import load_tasks
@@ -253,7 +283,12 @@ def run_main(argv: list[str]) -> int:
         from adapters.cli_args import build_model, request_identity
 
         model = build_model(args, concurrency=args.concurrency, coat=coat)
-        browser = Browser(args.browser)
+        browser = Browser(
+            args.browser,
+            sandbox=not args.no_browser_sandbox,
+            allow_private=args.allow_private_network,
+            private_hosts=tuple(args.allow_domain),
+        )
     except (ValueError, FileNotFoundError, KeyError) as e:
         print(f"regionfocus webvoyager: {e}", file=sys.stderr)
         return 2
@@ -283,6 +318,8 @@ def run_main(argv: list[str]) -> int:
         "regionfocus_version": __version__,
         "request": request_identity(model),
     }
+    if args.allow_private_network:  # pinned only when used: earlier folders resume
+        config["allow_private_network"] = True
     if args.observation != "screenshot":  # pinned only when used: earlier folders resume
         config["observation"] = args.observation
     if phases is not None:
@@ -305,7 +342,7 @@ def run_main(argv: list[str]) -> int:
         task_zoom=task_zoom,
         allow_domains=tuple(args.allow_domain),
         progress=not args.no_progress,
-        env_overrides={"dialogs": args.dialogs},
+        env_overrides={"dialogs": args.dialogs, "deny_hosts": model_origins(args.base_urls or [])},
         observation=args.observation,
         a11y_phases=phases,
         read_tree=reads_tree(args, rf_config),

@@ -38,7 +38,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from regionfocus.chromium import CHROMIUM_ARGS, DEBIAN_CHROMIUM
+from regionfocus.chromium import DEBIAN_CHROMIUM, launch_options
 from regionfocus.runlog import atomic_write_text
 
 from . import pages
@@ -567,7 +567,7 @@ async def build_sample_async(
             for task, s in plan.tiles:
                 wanted.setdefault(task, []).append(s)
         async with async_playwright() as pw:
-            browser = await pw.chromium.launch(executable_path=browser_path, args=list(CHROMIUM_ARGS))
+            browser = await pw.chromium.launch(**launch_options(browser_path))
             try:
                 context = await browser.new_context(viewport={"width": 500, "height": 400})
                 snaps, css, raw_words = await _snapshot_tasks(context, root, wanted)
