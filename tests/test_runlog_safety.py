@@ -27,6 +27,25 @@ from regionfocus.runlog import (
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def folder_holder(folder: Path) -> subprocess.Popen:
+    """Another process that has opened ``folder`` (it holds the lock until killed)."""
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from regionfocus.runlog import RunFolder; "
+            "f = RunFolder(sys.argv[1], {}, {}); print('locked', flush=True); sys.stdin.read()",
+            str(folder),
+        ],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout.readline().strip() == "locked"
+    return holder
+
+
 def _strict(line: str) -> dict:
     def refuse(c: str):
         raise AssertionError(f"non-finite constant {c}")
@@ -113,21 +132,8 @@ def test_one_writer_per_folder_and_the_lock_goes_with_the_holder(tmp_path: Path)
     RunFolder(tmp_path, {}, {}).close()  # released on close
 
     # Another process: named by pid; it dies without closing anything and the lock is gone.
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sys; from regionfocus.runlog import RunFolder; "
-            "f = RunFolder(sys.argv[1], {}, {}); print('locked', flush=True); sys.stdin.read()",
-            str(tmp_path),
-        ],
-        cwd=ROOT,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    holder = folder_holder(tmp_path)
     try:
-        assert holder.stdout.readline().strip() == "locked"
         with pytest.raises(RunFolderBusy) as busy:
             RunFolder(tmp_path, {}, {})
         msg = str(busy.value)
