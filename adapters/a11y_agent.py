@@ -2,7 +2,7 @@
 instead of pixels and implements the whole :class:`regionfocus.model.GroundingModel`.
 
 It picks the element whose accessible name best matches the instruction (the OCR agent's
-instruction grammar and fuzzy matcher, :mod:`adapters.ocr_text`, over element names instead of
+instruction grammar and fuzzy matcher, :mod:`regionfocus.adapters.ocr_text`, over element names instead of
 OCR lines) and clicks its centre. Lines that merely repeat the instruction (a MiniWoB++ page
 prints it) are left out, and controls win ties over static text.
 

@@ -96,8 +96,8 @@ def text_only_config(agent: str, config):
 
 def build_model(args: argparse.Namespace, concurrency: int = 1, coat=None) -> GroundingModel:
     """The GroundingModel the flags describe. Raises ValueError with the flag to fix.
-    ``coat``: a :class:`~adapters.coat.CoatConfig` to carry Chain-of-Action-Thought (the
-    screen-text agent's own support; any VLM agent wrapped by :class:`~adapters.coat_model.CoatModel`)."""
+    ``coat``: a :class:`~regionfocus.adapters.coat.CoatConfig` to carry Chain-of-Action-Thought (the
+    screen-text agent's own support; any VLM agent wrapped by :class:`~regionfocus.adapters.coat_model.CoatModel`)."""
     from . import get_adapter
 
     if coat is not None and args.agent in LOCAL_AGENTS:

@@ -1,7 +1,7 @@
 """The screen-to-text LLM agent: a text-only model drives the computer from screenshots alone.
 
 After Sasagawa and Kawahara (Waseda), "環境依存情報を利用しない大規模言語モデルによるコンピュータータスク
-自動化手法": each step the screenshot becomes text (:func:`adapters.screen_text.describe_screen`,
+自動化手法": each step the screenshot becomes text (:func:`regionfocus.adapters.screen_text.describe_screen`,
 §3.2), and the LLM is prompted ReAct-style (§3.3: an Auto-GPT-like system prompt stating the
 role, constraints, commands, how boxes are written and the output format; a user prompt with
 the task, the executed actions and the observation; a one-shot exemplar per task, §4.1) to
@@ -141,7 +141,7 @@ class Exemplar:
 
 def exemplar_tasks() -> list[str]:
     """Tasks with a shipped exemplar (adapters/exemplars/<task>.json)."""
-    root = resources.files("adapters") / "exemplars"
+    root = resources.files("regionfocus.adapters") / "exemplars"
     return sorted(p.name[:-5] for p in root.iterdir() if p.name.endswith(".json"))
 
 
@@ -150,7 +150,7 @@ def load_exemplar(task: str) -> Exemplar | None:
     ``{"task", "instruction", "observation", "answer"}``; ``answer`` is the JSON object the
     model should have written, ``observation`` a screen-to-text description in the paper's
     layout (written from real screenshots of another seed)."""
-    path = resources.files("adapters") / "exemplars" / f"{task}.json"
+    path = resources.files("regionfocus.adapters") / "exemplars" / f"{task}.json"
     if not path.is_file():
         return None
     data = json.loads(path.read_text(encoding="utf-8"))
@@ -424,13 +424,13 @@ class ReactStep:
 class ReactAgent:
     """The screen-to-text ReAct policy over any chat backend (text-only messages).
 
-    ``backend``: an :class:`adapters.backend.ChatBackend`, e.g.
+    ``backend``: an :class:`regionfocus.adapters.backend.ChatBackend`, e.g.
     ``OpenAIBackend(["http://127.0.0.1:8000/v1"], model="gpt-4")``. ``task``: the MiniWoB++
     task name whose shipped exemplar is shown one-shot (or pass ``exemplar`` directly; neither:
-    zero-shot). ``coat``: a :class:`~adapters.coat.CoatConfig` to carry Chain-of-Action-Thought
+    zero-shot). ``coat``: a :class:`~regionfocus.adapters.coat.CoatConfig` to carry Chain-of-Action-Thought
     (the parts are asked for inside "thoughts" and the history becomes the CoAT chain); None for
     the paper's plain history of executed actions. ``detector``/``min_conf``: passed to
-    :func:`~adapters.screen_text.describe_screen`. ``max_tokens``: 512 as the paper's default
+    :func:`~regionfocus.adapters.screen_text.describe_screen`. ``max_tokens``: 512 as the paper's default
     (Appendix B); temperature 0.
 
     Use::
@@ -459,7 +459,9 @@ class ReactAgent:
         layout: str = "paper",
     ):
         if backend is None:
-            raise ValueError("ReactAgent needs a chat backend (e.g. adapters.backends.OpenAIBackend)")
+            raise ValueError(
+                "ReactAgent needs a chat backend (e.g. regionfocus.adapters.backends.OpenAIBackend)"
+            )
         if layout not in ("paper", "merged"):
             raise ValueError(f"layout must be 'paper' or 'merged', got {layout!r}")
         self.backend = backend

@@ -1,6 +1,6 @@
 """The screen-to-text LLM agent as a :class:`regionfocus.model.GroundingModel` (agent ``screen-text``).
 
-Wraps :class:`adapters.react_agent.ReactAgent` (after Sasagawa and Kawahara: the screenshot becomes
+Wraps :class:`regionfocus.adapters.react_agent.ReactAgent` (after Sasagawa and Kawahara: the screenshot becomes
 text, a text-only chat model answers ReAct-style with a *list* of commands) so the browsing loop
 (:func:`regionfocus.loop.run_episode`) and :class:`regionfocus.agent.RegionFocusAgent` can drive
 it like any other agent.

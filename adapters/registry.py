@@ -1,6 +1,6 @@
 """Adapter registry: ``get_adapter(name, **options)`` and ``register_adapter(name, factory)``.
 
-Factories are imported lazily so ``import adapters`` stays cheap (the OCR agent pulls in
+Factories are imported lazily so ``import regionfocus.adapters`` stays cheap (the OCR agent pulls in
 onnxruntime; the VLM families only PIL).
 """
 

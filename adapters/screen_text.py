@@ -7,8 +7,8 @@ button``, the text inside a text area becomes ``text area containing the text '.
 ``'text': [x1, y1, x2, y2]`` lines, then an ``Object Detector:`` section of ``label: [...]``).
 
 The OCR engine is the project's rapidocr pool (adapters/ocr.py, shared with the OCR agent, no
-downloads); the detector is :class:`adapters.ui_detect.OpenCvDetector` unless another
-:class:`~adapters.ui_detect.ElementDetector` is given. The paper also captions "other object"
+downloads); the detector is :class:`regionfocus.adapters.ui_detect.OpenCvDetector` unless another
+:class:`~regionfocus.adapters.ui_detect.ElementDetector` is given. The paper also captions "other object"
 detections with InstructBLIP; there is no captioner here, so unlabeled controls keep their
 kind only.
 
@@ -246,7 +246,7 @@ def describe_screen(
 ) -> ScreenText:
     """The screen-to-text description of ``image`` (any size, any source).
 
-    ``detector``: the UI-element detector (default :class:`~adapters.ui_detect.OpenCvDetector`);
+    ``detector``: the UI-element detector (default :class:`~regionfocus.adapters.ui_detect.OpenCvDetector`);
     ``min_conf``: OCR lines below this confidence are left out; ``ignore``: boxes (image pixels)
     whose elements are dropped, e.g. a task header the instruction already gives as text (the
     paper cut MiniWoB++'s yellow instruction area from its screenshots, §3.2); ``lines``: OCR

@@ -72,7 +72,7 @@ NUM = r"-?\d+(?:\.\d+)?"
 @lru_cache(maxsize=64)
 def load_prompt(name: str) -> Template:
     """The template ``adapters/prompts/<name>`` (``$var`` placeholders, string.Template)."""
-    text = resources.files("adapters").joinpath("prompts", name).read_text(encoding="utf-8")
+    text = resources.files("regionfocus.adapters").joinpath("prompts", name).read_text(encoding="utf-8")
     return Template(text)
 
 
@@ -393,7 +393,7 @@ def _rows_touched(
 
 # ------------------------------------------------------------------ the adapter
 class VlmAdapter:
-    """A GroundingModel over a :class:`~adapters.backend.ChatBackend` for one model family.
+    """A GroundingModel over a :class:`~regionfocus.adapters.backend.ChatBackend` for one model family.
 
     Subclasses set ``name``, ``frame``, ``default_resize``, the prompt file names and
     implement :meth:`parse_model_action` (text -> Action in model-frame numbers) and

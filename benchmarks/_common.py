@@ -331,8 +331,8 @@ def make_adapter(
     max_pixels: int | None = None,
 ):
     """The real adapter over the real HTTP backend."""
-    from adapters.backends.openai_http import OpenAIBackend
-    from adapters.registry import get_adapter
+    from regionfocus.adapters.backends.openai_http import OpenAIBackend
+    from regionfocus.adapters.registry import get_adapter
 
     backend = OpenAIBackend(
         base_urls,

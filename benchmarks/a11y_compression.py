@@ -19,7 +19,7 @@ import argparse
 import asyncio
 import sys
 
-from webvoyager.a11y_corpus import TOKENIZER, PageResult, run_corpus
+from regionfocus.webvoyager.a11y_corpus import TOKENIZER, PageResult, run_corpus
 
 PAPER_RATIO = 0.22
 

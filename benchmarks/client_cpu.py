@@ -40,7 +40,7 @@ TRANSPORTS = ("png", "jpeg", "local")
 
 def _child(conn, opts: dict[str, Any]) -> None:
     from regionfocus import RegionFocusAgent
-    from screenspot_pro.runner import run_samples
+    from regionfocus.screenspot_pro.runner import run_samples
 
     from .throughput import write_samples
 
@@ -95,8 +95,8 @@ def measure(opts: dict[str, Any]) -> dict[str, Any] | None:
 
 def decode_table(size: tuple[int, int], family: str, max_pixels: int | None) -> list[list]:
     """Bytes, client CPU ms and server decode CPU ms of one model-size image per transport."""
-    from adapters.backends.encoding import encode_data_url
-    from adapters.registry import get_adapter
+    from regionfocus.adapters.backends.encoding import encode_data_url
+    from regionfocus.adapters.registry import get_adapter
 
     opts = {"max_pixels": max_pixels} if max_pixels else {}
     shot = synthetic_screen(0, size)
@@ -125,7 +125,7 @@ def decode_table(size: tuple[int, int], family: str, max_pixels: int | None) -> 
         dec, _ = best(lambda url=url: server_data(url))
         rows.append([name, f"{image.width}x{image.height}", round(len(url) / 1e6, 2), round(enc), round(dec)])
     try:
-        from adapters.backends.encoding import LocalFiles
+        from regionfocus.adapters.backends.encoding import LocalFiles
     except ImportError:
         return rows
     for fmt in ("bmp", "png"):

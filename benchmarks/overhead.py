@@ -22,10 +22,10 @@ import os
 import numpy as np
 from PIL import Image
 
-from adapters.backends.encoding import encode_data_url
-from adapters.registry import get_adapter
-from adapters.resize import resize_for_model
 from regionfocus import Point, Query, crop_view, draw_landmarks, fixed_ratio_boxes
+from regionfocus.adapters.backends.encoding import encode_data_url
+from regionfocus.adapters.registry import get_adapter
+from regionfocus.adapters.resize import resize_for_model
 from regionfocus.config import RegionFocusConfig
 
 from ._common import load_screens, parse_size, print_machine, print_table, timeit

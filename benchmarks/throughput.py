@@ -1,6 +1,6 @@
 """Throughput of a ScreenSpot-Pro run at 1, 8, 32 and 64 samples in flight, and scale-out.
 
-Drives the real ScreenSpot-Pro runner (``screenspot_pro.runner.run_samples``: load the image,
+Drives the real ScreenSpot-Pro runner (``regionfocus.screenspot_pro.runner.run_samples``: load the image,
 RegionFocusAgent.predict, append the record) over synthetic 3840x2160 samples (a handful of
 screens reused) against local chat-completions servers (tests/chat_server.py, each in its own
 process) with latency L per call and a concurrency limit of their own. Every sample makes 8 calls
@@ -61,7 +61,7 @@ class Level:
 def write_samples(root: Path, n: int, n_screens: int, images: list[str], size: tuple[int, int]) -> list:
     """``n`` ScreenSpot-Pro samples over ``n_screens`` synthetic (or given) screenshots saved as
     PNG under ``root``."""
-    from screenspot_pro.dataset import Sample
+    from regionfocus.screenspot_pro.dataset import Sample
 
     screens = load_screens(images, n_screens, size)
     paths = []
@@ -94,7 +94,7 @@ def write_samples(root: Path, n: int, n_screens: int, images: list[str], size: t
 def _level_child(conn, opts: dict[str, Any]) -> None:
     """Child process: run ``opts["samples"]`` samples at ``opts["in_flight"]``; send a Level."""
     from regionfocus import RegionFocusAgent
-    from screenspot_pro.runner import run_samples
+    from regionfocus.screenspot_pro.runner import run_samples
 
     with tempfile.TemporaryDirectory(prefix="rf-bench-") as tmp:
         root = Path(tmp)

@@ -8,7 +8,7 @@ point or lies nearest to it, the functional region around it (NAVIGATION, CONTEN
 the next nearest groups.
 
 Use: ``A11yProposer().propose(ctx)`` with ``ctx.elements`` set to the screen's tree (boxes in
-screenshot pixels, e.g. from ``webvoyager.a11y_tree.snapshot``). With no tree it returns the
+screenshot pixels, e.g. from ``regionfocus.webvoyager.a11y_tree.snapshot``). With no tree it returns the
 fixed-ratio boxes and says so: ``last_note``, and a ``proposer:a11y-fallback`` record in
 ``ctx.replies`` (no model was called; the record only carries the note into the trace).
 """

@@ -4,7 +4,7 @@ Grounding for Professional High-Resolution Computer Use".
 
 Python use::
 
-    from screenspot_pro import Selection, load_dataset, run_screenspot
+    from regionfocus.screenspot_pro import Selection, load_dataset, run_screenspot
     samples = load_dataset("~/ScreenSpot-Pro", Selection(groups=("CAD",)))
     asyncio.run(run_screenspot(samples, model, RegionFocusConfig(), "runs/cad"))
 """

@@ -67,7 +67,7 @@ class _UsageError(Exception):
 
 
 def run_parser() -> argparse.ArgumentParser:
-    from adapters.cli_args import add_agent_arguments
+    from regionfocus.adapters.cli_args import add_agent_arguments
     from regionfocus.cliargs import add_regionfocus_arguments
 
     p = _Parser(
@@ -190,15 +190,17 @@ def _builder():
     except ModuleNotFoundError as e:
         if e.name != f"{__package__}.builder":
             raise
-        raise ValueError("the built-in sample builder (screenspot_pro.builder) is not installed") from None
+        raise ValueError(
+            "the built-in sample builder (regionfocus.screenspot_pro.builder) is not installed"
+        ) from None
     return builder
 
 
 def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
     from PIL import Image
 
-    from adapters.cli_args import build_model, request_identity
-    from adapters.redact import redact_url
+    from regionfocus.adapters.cli_args import build_model, request_identity
+    from regionfocus.adapters.redact import redact_url
     from regionfocus.cliargs import config_from_args
 
     from .dataset import DEFAULT_MAX_IMAGE_PIXELS, Selection, load_dataset

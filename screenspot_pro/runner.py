@@ -64,7 +64,7 @@ def make_record(
     extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The JSON record of one finished sample (also everything the reports need); ``extra``:
-    the cost rows and the peer strategies' results (:mod:`screenspot_pro.strategies`)."""
+    the cost rows and the peer strategies' results (:mod:`regionfocus.screenspot_pro.strategies`)."""
     meta = sample.meta()
     failed = pred is None or pred.failed
     status = "error" if (error is not None or failed) else "ok"

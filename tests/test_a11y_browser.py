@@ -10,18 +10,18 @@ import re
 import pytest
 import pytest_asyncio
 
-from adapters.a11y_agent import A11yAgent
 from benchmarks import a11y_compression
 from regionfocus.a11y import compress, hits_interactive, in_viewport, linearize
 from regionfocus.actions import Action, ActionType
+from regionfocus.adapters.a11y_agent import A11yAgent
 from regionfocus.geometry import Point
 from regionfocus.model import Query
 from regionfocus.proposals import ProposalContext
 from regionfocus.proposals_a11y import A11yProposer
 from regionfocus.triggers import NoTarget, TriggerState
-from webvoyager import miniwob
-from webvoyager.a11y_cli import a11y_command
-from webvoyager.a11y_corpus import (
+from regionfocus.webvoyager import miniwob
+from regionfocus.webvoyager.a11y_cli import a11y_command
+from regionfocus.webvoyager.a11y_corpus import (
     DOC_ROOT,
     MARK,
     OWN_PAGES,
@@ -32,8 +32,8 @@ from webvoyager.a11y_corpus import (
     measure,
     snapshot_page,
 )
-from webvoyager.a11y_tree import snapshot
-from webvoyager.browser import Browser, EnvConfig
+from regionfocus.webvoyager.a11y_tree import snapshot
+from regionfocus.webvoyager.browser import Browser, EnvConfig
 
 pytestmark = [pytest.mark.slow]
 aio = pytest.mark.asyncio(loop_scope="module")

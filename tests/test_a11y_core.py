@@ -8,8 +8,6 @@ import asyncio
 import pytest
 from PIL import Image
 
-from adapters.a11y_agent import A11yAgent
-from adapters.registry import get_adapter
 from regionfocus.a11y import (
     A11yElement,
     block_threshold,
@@ -29,6 +27,8 @@ from regionfocus.a11y import (
     structure,
 )
 from regionfocus.actions import Action, ActionType
+from regionfocus.adapters.a11y_agent import A11yAgent
+from regionfocus.adapters.registry import get_adapter
 from regionfocus.geometry import Box, Point, ViewTransform
 from regionfocus.model import Option, Query, Verdict
 from regionfocus.proposals import ProposalContext

@@ -15,13 +15,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adapters import get_adapter, known_adapters, register_adapter
-from adapters.cli import main as cli_main
-from adapters.qwen import parse_qwen
-from adapters.serving import serve_command
-from adapters.uitars import parse_uitars
-from adapters.vlm import typed_text
 from regionfocus.actions import Action
+from regionfocus.adapters import get_adapter, known_adapters, register_adapter
+from regionfocus.adapters.cli import main as cli_main
+from regionfocus.adapters.qwen import parse_qwen
+from regionfocus.adapters.serving import serve_command
+from regionfocus.adapters.uitars import parse_uitars
+from regionfocus.adapters.vlm import typed_text
 
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "answers.json").read_text(encoding="utf-8"))["cases"]
 UITARS = [c for c in GOLDEN if c["family"].startswith("uitars")]
@@ -299,11 +299,12 @@ def test_importing_adapters_is_light():
     import sys
 
     code = (
-        "import json, sys, adapters; print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
-        "('adapters', 'onnxruntime', 'rapidocr', 'openai', 'transformers', 'torch'))))"
+        "import json, sys, regionfocus.adapters; print(json.dumps(sorted(m for m in sys.modules if "
+        "m.startswith('regionfocus.adapters') or m.split('.')[0] in "
+        "('onnxruntime', 'rapidocr', 'openai', 'transformers', 'torch'))))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert json.loads(out) == ["adapters", "adapters.registry"]
+    assert json.loads(out) == ["regionfocus.adapters", "regionfocus.adapters.registry"]
 
 
 # ------------------------------------------------------------------ serve-command and CLI

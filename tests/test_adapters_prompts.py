@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw
 
-from adapters import get_adapter
-from adapters.backend import ChatResponse
-from adapters.resize import smart_resize
-from adapters.vlm import parse_choice, parse_verdict
 from regionfocus.actions import Action, ActionType
+from regionfocus.adapters import get_adapter
+from regionfocus.adapters.backend import ChatResponse
+from regionfocus.adapters.resize import smart_resize
+from regionfocus.adapters.vlm import parse_choice, parse_verdict
 from regionfocus.geometry import Point
 from regionfocus.model import GroundingModel, Option, Query, Turn, Usage, Verdict
 

@@ -62,11 +62,11 @@ def test_run_samples_leaves_the_process_allocator_alone_unless_asked(tmp_path, m
     """The library entry point changes no process-wide setting; the command opts in."""
     import asyncio
 
-    import screenspot_pro.runner as runner
+    import regionfocus.screenspot_pro.runner as runner
     from regionfocus import RegionFocusConfig
     from regionfocus.agent import RegionFocusAgent
-    from screenspot_pro.dataset import load_dataset
-    from screenspot_pro.runner import run_samples
+    from regionfocus.screenspot_pro.dataset import load_dataset
+    from regionfocus.screenspot_pro.runner import run_samples
 
     from .test_screenspot_helpers import ColourModel, fresh_dataset
 

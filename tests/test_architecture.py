@@ -4,6 +4,10 @@ Every import of every module of the installed packages is read from its source (
 and inside functions alike, so a lazy import counts) and checked against the allowed edges;
 the module graph must have no cycles; the core must not even name another package of ours in
 a string (commands reach the CLI as entry points). A forbidden edge fails with the file and line.
+
+The folders ``adapters/``, ``screenspot_pro/`` and ``webvoyager/`` install as
+``regionfocus.adapters`` and so on (pyproject.toml): a module that imports one by its folder's
+bare name would load a second copy where it runs from a checkout, and nothing where installed.
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-PACKAGES = ("regionfocus", "adapters", "screenspot_pro", "webvoyager")
+PACKAGES = ("regionfocus", "adapters", "screenspot_pro", "webvoyager")  # the folders (= layers)
+PREFIX = "regionfocus"  # the import name every folder installs under
 # package -> the packages of ours it may import (itself always)
 ALLOWED = {
     "regionfocus": set(),
@@ -33,15 +38,25 @@ class Edge:
 
 
 def module_files(root: Path, package: str) -> dict[str, Path]:
-    """Dotted module name -> file, for every .py below ``root/package``."""
+    """Installed dotted module name -> file, for every .py below the folder ``root/package``."""
     out = {}
     for path in sorted((root / package).rglob("*.py")):
         rel = path.relative_to(root).with_suffix("")
         parts = list(rel.parts)
         if parts[-1] == "__init__":
             parts = parts[:-1]
+        if package != PREFIX:
+            parts = [PREFIX, *parts]
         out[".".join(parts)] = path
     return out
+
+
+def layer(dotted: str) -> str | None:
+    """The folder (layer) an installed module name belongs to; None for another project's."""
+    parts = dotted.split(".")
+    if parts[0] != PREFIX:
+        return None
+    return parts[1] if len(parts) > 1 and parts[1] in PACKAGES[1:] else PREFIX
 
 
 def _resolve(module: str, is_package: bool, level: int, name: str | None) -> str:
@@ -68,7 +83,7 @@ def imports_of(module: str, path: Path) -> list[Edge]:
         else:
             continue
         for target in names:
-            if target.split(".")[0] in PACKAGES:
+            if target.split(".")[0] in PACKAGES:  # ours, by an installed or a bare folder name
                 out.append(Edge(module, target, f"{path}:{node.lineno}"))
     return out
 
@@ -76,12 +91,13 @@ def imports_of(module: str, path: Path) -> list[Edge]:
 def core_strings_naming_others(modules: dict[str, Path]) -> list[str]:
     bad = []
     for module, path in modules.items():
-        if not module.startswith("regionfocus"):
+        if layer(module) != PREFIX:
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
-                head = node.value.strip().split(".")[0].split(":")[0]
-                if head in PACKAGES and head != "regionfocus" and node.value.strip() == node.value:
+                name = node.value.split(":")[0]
+                named = layer(name) if name.split(".")[0] == PREFIX else name.split(".")[0]
+                if named in PACKAGES[1:] and node.value.strip() == node.value:
                     if all(c.isidentifier() for c in node.value.replace(":", ".").split(".")):
                         bad.append(f"{path}:{node.lineno}: names {node.value!r}")
     return bad
@@ -96,9 +112,14 @@ def check(root: Path) -> list[str]:
     problems = []
     graph: dict[str, set[str]] = {m: set() for m in modules}
     for module, path in modules.items():
-        src_pkg = module.split(".")[0]
+        src_pkg = layer(module)
         for edge in imports_of(module, path):
-            dst_pkg = edge.target.split(".")[0]
+            dst_pkg = layer(edge.target)
+            if dst_pkg is None:
+                problems.append(
+                    f"{edge.where}: imports {edge.target} by its folder's name; use {PREFIX}.{edge.target}"
+                )
+                continue
             if dst_pkg != src_pkg and dst_pkg not in ALLOWED[src_pkg]:
                 problems.append(f"{edge.where}: {src_pkg} must not import {dst_pkg} ({edge.target})")
             target = edge.target
@@ -156,7 +177,8 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def installed_root() -> Path:
-    spec = importlib.util.find_spec("regionfocus")
+    """The checkout the packages are installed from (editable): the folder holding all four."""
+    spec = importlib.util.find_spec(f"{PREFIX}.adapters")
     assert spec is not None and spec.origin is not None, "regionfocus is not installed"
     return Path(spec.origin).parent.parent
 
@@ -166,6 +188,22 @@ def test_the_installed_packages_keep_their_layers():
     for package in PACKAGES:
         assert (root / package).is_dir(), f"{package} not found beside regionfocus in {root}"
     assert check(root) == []
+
+
+def test_no_folder_installs_under_a_name_we_do_not_own(tmp_path: Path):
+    """Outside the checkout, only our own names import (AdapterHub owns `adapters` on PyPI)."""
+    import json
+    import subprocess
+    import sys
+
+    code = (
+        "import importlib.util, json; "
+        f"print(json.dumps({{n: importlib.util.find_spec(n) is not None for n in {list(PACKAGES[1:])!r} + "
+        f"{[f'{PREFIX}.{p}' for p in PACKAGES[1:]]!r}}}))"
+    )
+    found = json.loads(subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                                      text=True, check=True).stdout)  # fmt: skip
+    assert found == {**{p: False for p in PACKAGES[1:]}, **{f"{PREFIX}.{p}": True for p in PACKAGES[1:]}}
 
 
 def _write(root: Path, files: dict[str, str]) -> None:
@@ -179,7 +217,7 @@ CLEAN = {
     "regionfocus/__init__.py": "from .core import f\n",
     "regionfocus/core.py": "import os\ndef f():\n    return os\n",
     "adapters/__init__.py": "from regionfocus.core import f\n",
-    "screenspot_pro/__init__.py": "from adapters import f\n",
+    "screenspot_pro/__init__.py": "from regionfocus.adapters import f\n",
     "webvoyager/__init__.py": "from regionfocus import f\n",
 }
 
@@ -187,14 +225,21 @@ CLEAN = {
 @pytest.mark.parametrize(
     ("extra", "expected"),
     [
-        ({"regionfocus/bad.py": "def g():\n    import adapters\n"}, "regionfocus must not import adapters"),
-        ({"adapters/bad.py": "from webvoyager import x\n"}, "adapters must not import webvoyager"),
         (
-            {"webvoyager/bad.py": "from screenspot_pro.runner import y\n"},
+            {"regionfocus/bad.py": "def g():\n    import regionfocus.adapters\n"},
+            "regionfocus must not import adapters",
+        ),
+        (
+            {"adapters/bad.py": "from regionfocus.webvoyager import x\n"},
+            "adapters must not import webvoyager",
+        ),
+        ({"webvoyager/bad.py": "from adapters import x\n"}, "imports adapters by its folder's name"),
+        (
+            {"webvoyager/bad.py": "from regionfocus.screenspot_pro.runner import y\n"},
             "webvoyager must not import screenspot_pro",
         ),
         (
-            {"screenspot_pro/bad.py": "import webvoyager.browser\n"},
+            {"screenspot_pro/bad.py": "import regionfocus.webvoyager.browser\n"},
             "screenspot_pro must not import webvoyager",
         ),
         (
@@ -204,7 +249,7 @@ CLEAN = {
             },
             "import cycle: regionfocus.a -> regionfocus.b",
         ),
-        ({"regionfocus/cli2.py": 'MOD = "adapters.cli"\n'}, "names 'adapters.cli'"),
+        ({"regionfocus/cli2.py": 'MOD = "regionfocus.adapters.cli"\n'}, "names 'regionfocus.adapters.cli'"),
     ],
 )
 def test_a_forbidden_edge_is_caught(tmp_path: Path, extra: dict[str, str], expected: str):

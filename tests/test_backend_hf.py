@@ -16,7 +16,7 @@ from tests.tiny_qwen import build_tiny_qwen25vl
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from adapters.backends.transformers_local import TransformersBackend  # noqa: E402
+from regionfocus.adapters.backends.transformers_local import TransformersBackend  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -112,15 +112,15 @@ def test_missing_folder_is_named(tmp_path):
 
 
 def test_module_import_does_not_import_torch():
-    code = "import sys, adapters.backends; assert 'torch' not in sys.modules and 'transformers' not in sys.modules"
+    code = "import sys, regionfocus.adapters.backends; assert 'torch' not in sys.modules and 'transformers' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
 async def test_regionfocus_round_on_random_text(hf_backend):
     """A whole round through the Qwen2.5-VL adapter on the tiny model: every call is made and
     recorded, unparseable answers become None actions, and nothing raises."""
-    from adapters import get_adapter
     from regionfocus import RegionFocus
+    from regionfocus.adapters import get_adapter
     from regionfocus.model import Query
 
     adapter = get_adapter("qwen2.5-vl", backend=hf_backend, max_tokens=CAP)
@@ -155,9 +155,9 @@ def _parses(adapter, text: str) -> bool:
 async def test_every_request_kind_survives_random_text(hf_backend):
     """judge / choose / propose_box / propose_point on random answers: no exception, and the
     parsed fields are either absent or well-formed."""
-    from adapters import get_adapter
     from regionfocus import Option, Point, Query, Verdict
     from regionfocus.actions import click
+    from regionfocus.adapters import get_adapter
 
     adapter = get_adapter("qwen2.5-vl", backend=hf_backend, max_tokens=CAP)
     shot, query = screenshot(), Query("Click the Submit button")

@@ -15,9 +15,9 @@ import time
 import pytest
 from PIL import Image
 
-from adapters.backends import body_json
-from adapters.backends.encoding import ImageEncoder, encode_data_url
-from adapters.backends.openai_http import BackendError, OpenAIBackend
+from regionfocus.adapters.backends import body_json
+from regionfocus.adapters.backends.encoding import ImageEncoder, encode_data_url
+from regionfocus.adapters.backends.openai_http import BackendError, OpenAIBackend
 from tests.chat_server import ChatServer, Reply, request_images
 
 KEY_ENV = "REGIONFOCUS_TEST_API_KEY"
@@ -322,8 +322,8 @@ async def test_round_goes_on_when_one_call_hangs_and_records_it(server):
     """A RegionFocus round through the Qwen2.5-VL adapter over HTTP: the second request (one
     of the concurrent candidate requests) hangs past the timeout on every attempt; the round
     still finishes, the failure is in the trace, and the other candidates count."""
-    from adapters import get_adapter
     from regionfocus import Query, RegionFocus
+    from regionfocus.adapters import get_adapter
 
     arrivals = itertools.count(1)  # next() is atomic under the GIL: one request is number 2
 

@@ -25,8 +25,8 @@ def table_headers(out: str, title: str) -> list[str]:
 
 
 def test_family_responder_answers_what_each_adapter_parses():
-    from adapters.backends.encoding import encode_data_url
-    from adapters.registry import get_adapter
+    from regionfocus.adapters.backends.encoding import encode_data_url
+    from regionfocus.adapters.registry import get_adapter
 
     img = synthetic_screen(1, (560, 420))
     url = encode_data_url(img, "jpeg", 90)

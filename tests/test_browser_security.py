@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from regionfocus.chromium import browser_environment, launch_options, use_sandbox
-from webvoyager.browser import Browser, EnvConfig
-from webvoyager.cli import model_origins
-from webvoyager.net_policy import NetPolicy, is_private_host, refusal, resolver_rules
+from regionfocus.webvoyager.browser import Browser, EnvConfig
+from regionfocus.webvoyager.cli import model_origins
+from regionfocus.webvoyager.net_policy import NetPolicy, is_private_host, refusal, resolver_rules
 
 
 # ------------------------------------------------------------------------------ the rules

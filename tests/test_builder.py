@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from screenspot_pro import builder
-from screenspot_pro.builder import (
+from regionfocus.screenspot_pro import builder
+from regionfocus.screenspot_pro.builder import (
     RECORD_FIELDS,
     TARGETS_PER_SCREEN,
     BuildParams,

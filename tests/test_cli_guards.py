@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from screenspot_pro.cli import main as screenspot_main
-from webvoyager.cli import main as webvoyager_main
+from regionfocus.screenspot_pro.cli import main as screenspot_main
+from regionfocus.webvoyager.cli import main as webvoyager_main
 
 from .chat_server import ChatServer
 from .test_runlog_safety import folder_holder

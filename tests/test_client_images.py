@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from adapters.registry import get_adapter
-from adapters.vlm import GIVEN_SIZE_KEY, given_size
 from regionfocus import ModelReply, Point, RegionFocusAgent, Verdict, crop_view
 from regionfocus.actions import click
+from regionfocus.adapters.registry import get_adapter
+from regionfocus.adapters.vlm import GIVEN_SIZE_KEY, given_size
 from regionfocus.geometry import Box
 from regionfocus.landmarks import draw_landmarks, mark_for_model
 from tests.scripted import ScriptedModel
@@ -113,7 +113,7 @@ async def test_annotate_reuses_the_model_size_copy_and_never_copies_full_resolut
     adapter = get_adapter("qwen2.5-vl", max_pixels=1003520)
     shot = screen()
     await adapter.model_image(shot)  # the act request made it
-    import adapters.vlm as vlm
+    import regionfocus.adapters.vlm as vlm
 
     calls = []
     real = vlm.resize_for_model
@@ -163,7 +163,7 @@ async def test_a_model_without_annotate_still_gets_full_resolution_stars():
 async def test_vlm_agent_judges_the_annotated_model_image_in_screenshot_pixels():
     """Through the real adapter: the judge request carries a model-size image and the point
     written in the prompt is the screenshot point in the model's frame."""
-    from adapters.backends.openai_http import OpenAIBackend
+    from regionfocus.adapters.backends.openai_http import OpenAIBackend
     from tests.chat_server import ChatServer, request_images, request_text
 
     def respond(body):
@@ -209,7 +209,7 @@ async def test_starred_png_reuses_the_screenshots_strips_and_arrives_exact(max_p
     # The judge's and the choice's images are the model-size copy with a few rows drawn on: the
     # PNG re-encodes only the strips the stars touch, and the server decodes exactly the
     # starred image (stars at the top, the bottom and in the middle, labels crowding).
-    from adapters.backends.openai_http import OpenAIBackend
+    from regionfocus.adapters.backends.openai_http import OpenAIBackend
     from tests.chat_server import ChatServer, request_images
 
     with ChatServer() as server:

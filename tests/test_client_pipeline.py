@@ -12,11 +12,11 @@ import weakref
 import pytest
 from PIL import Image
 
-from adapters.serving import serve_command
 from regionfocus import ModelReply, Point, Query, RegionFocus, RegionFocusConfig
 from regionfocus.actions import click
-from screenspot_pro.dataset import load_dataset
-from screenspot_pro.runner import run_samples, run_screenspot
+from regionfocus.adapters.serving import serve_command
+from regionfocus.screenspot_pro.dataset import load_dataset
+from regionfocus.screenspot_pro.runner import run_samples, run_screenspot
 from tests.scripted import ScriptedModel
 
 from .test_screenspot_helpers import ColourModel, fresh_dataset
@@ -43,7 +43,7 @@ def test_summary_has_the_client_peak_rss_and_records_carry_it(tmp_path):
 
 
 def test_decodes_are_limited_apart_from_samples_in_flight(tmp_path, monkeypatch):
-    import screenspot_pro.runner as runner
+    import regionfocus.screenspot_pro.runner as runner
 
     data = fresh_dataset(tmp_path / "data")
     samples = load_dataset(data)[:6]

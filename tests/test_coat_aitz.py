@@ -9,10 +9,17 @@ import json
 import pytest
 from PIL import Image
 
-from adapters.coat import CoatConfig, CoatHistory, CoatStep, coat_context, coat_instructions, parse_coat
 from regionfocus.actions import Action, ActionType
+from regionfocus.adapters.coat import (
+    CoatConfig,
+    CoatHistory,
+    CoatStep,
+    coat_context,
+    coat_instructions,
+    parse_coat,
+)
 from regionfocus.geometry import Box, Point
-from webvoyager.aitz import (
+from regionfocus.webvoyager.aitz import (
     AitzError,
     Prediction,
     coat_history,

@@ -1,7 +1,7 @@
 """Credentials in a base URL (problem 8): ``https://user:pass@host/v1`` and ``?api_key=...``
 reach the server (basic auth) and nothing else: not config.json, call records, report.html,
 error text, log lines (ours or the HTTP stack's) or the backend's repr. The unit tests pin
-:mod:`adapters.redact`; the others run the real backend and the real ScreenSpot-Pro command
+:mod:`regionfocus.adapters.redact`; the others run the real backend and the real ScreenSpot-Pro command
 against the local OpenAI-compatible server and grep everything they left behind."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from adapters.backends.openai_http import BackendError, OpenAIBackend
-from adapters.redact import redact_text, redact_url, split_userinfo, url_secrets
-from screenspot_pro.cli import main as screenspot_main
+from regionfocus.adapters.backends.openai_http import BackendError, OpenAIBackend
+from regionfocus.adapters.redact import redact_text, redact_url, split_userinfo, url_secrets
+from regionfocus.screenspot_pro.cli import main as screenspot_main
 
 from .chat_server import ChatServer, Reply, request_text
 from .test_screenspot_helpers import fresh_dataset

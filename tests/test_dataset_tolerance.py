@@ -20,7 +20,7 @@ from PIL import Image
 
 from regionfocus import RegionFocusConfig
 from regionfocus.runlog import read_records
-from screenspot_pro.dataset import (
+from regionfocus.screenspot_pro.dataset import (
     BBOX_TOLERANCE_PX,
     CLIPPED,
     EXTRA_FIELDS,
@@ -36,8 +36,8 @@ from screenspot_pro.dataset import (
     Selection,
     load_dataset,
 )
-from screenspot_pro.metrics import correctness
-from screenspot_pro.runner import run_screenspot
+from regionfocus.screenspot_pro.metrics import correctness
+from regionfocus.screenspot_pro.runner import run_screenspot
 
 from .test_screenspot_helpers import ColourModel, expected_outcomes, fresh_dataset
 
@@ -90,7 +90,7 @@ def official_verdict(point_normalised: tuple[float, float] | None, record: dict)
 
 
 def test_clean_dataset_loads_without_warnings(data: Path, caplog):
-    with caplog.at_level(logging.WARNING, logger="screenspot_pro.dataset"):
+    with caplog.at_level(logging.WARNING, logger="regionfocus.screenspot_pro.dataset"):
         samples = load_dataset(data)
     assert len(samples) == 9 and samples.warnings == []
     assert caplog.records == []
@@ -271,7 +271,7 @@ def test_each_kind_logs_one_line_listing_its_ids(data: Path, caplog):
     _edit(data, "appa_windows", 2, bbox=[300, 700, 380, 1002], instruction_cn=None)
     _edit(data, "appb_macos", 0, group=_DROP, colour="x", img_size=None)
     _edit(data, "appb_macos", 1, ui_type="ICON", bbox=[1400, 848, 1407, 855])
-    with caplog.at_level(logging.WARNING, logger="screenspot_pro.dataset"):
+    with caplog.at_level(logging.WARNING, logger="regionfocus.screenspot_pro.dataset"):
         samples = load_dataset(data)
     assert len(samples) == 9
     lines = [r.getMessage() for r in caplog.records]

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
-from adapters import get_adapter
-from adapters.backends.openai_http import OpenAIBackend
 from regionfocus import RegionFocusConfig
+from regionfocus.adapters import get_adapter
+from regionfocus.adapters.backends.openai_http import OpenAIBackend
 from regionfocus.agent import RegionFocusAgent, StaticPrediction
 from regionfocus.geometry import Box, Point
 from regionfocus.model import Verdict
@@ -204,7 +204,7 @@ async def test_text_aggregation_picks_the_listed_candidate(server):
 
 # ------------------------------------------------------------------ the responder itself
 def _image_body(image: Image.Image, text: str) -> dict:
-    from adapters.backends.encoding import encode_data_url
+    from regionfocus.adapters.backends.encoding import encode_data_url
 
     content = [
         {"type": "image_url", "image_url": {"url": encode_data_url(image)}},
@@ -217,7 +217,7 @@ def _image_body(image: Image.Image, text: str) -> dict:
 def test_responder_reads_the_number_of_the_star_on_the_target(on_target):
     """The double's choice comes from seeing: stars drawn by the product, the image shrunk as
     the adapter shrinks it, the on-target star's tag read by OCR, whatever its number."""
-    from adapters.resize import resize_for_model
+    from regionfocus.adapters.resize import resize_for_model
     from regionfocus.landmarks import draw_landmarks
 
     c = TARGET.center
@@ -230,7 +230,7 @@ def test_responder_reads_the_number_of_the_star_on_the_target(on_target):
 
 
 def _grounding_body(prefill: bool, cont: bool) -> dict:
-    from adapters.backends.encoding import encode_data_url
+    from regionfocus.adapters.backends.encoding import encode_data_url
 
     img = Image.new("RGB", (560, 336), (246, 247, 249))
     ImageDraw.Draw(img).rectangle((100, 100, 139, 139), fill=TARGET_COLOUR)  # large: hit at the centre

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from adapters import get_adapter
-from adapters.backends.openai_http import OpenAIBackend
-from screenspot_pro.cli import main
+from regionfocus.adapters import get_adapter
+from regionfocus.adapters.backends.openai_http import OpenAIBackend
+from regionfocus.screenspot_pro.cli import main
 
 from .chat_server import ChatServer
 from .hostile import Hostile, colour_sample_of

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from adapters.backends.openai_http import BackendError, OpenAIBackend
+from regionfocus.adapters.backends.openai_http import BackendError, OpenAIBackend
 from tests.chat_server import ChatServer, Reply, request_images
 
 REFUSAL = "Cannot load local files without `--allowed-local-media-path`."
@@ -165,9 +165,9 @@ async def test_data_url_requests_report_encoder_cost_and_release_the_image():
 async def test_a_static_predict_runs_in_full_over_file_urls(tmp_path):
     """The real adapter and agent over the local transport: 8 requests, every image a file
     the server reads; the round's images are freed and their files removed at the end."""
-    from adapters.registry import get_adapter
     from benchmarks._common import family_reply
     from regionfocus import RegionFocusAgent
+    from regionfocus.adapters.registry import get_adapter
 
     reader = FileReadingServer(tmp_path)
 

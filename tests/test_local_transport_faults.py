@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from adapters.backends import encoding
-from adapters.backends.encoding import LocalFiles
-from adapters.backends.openai_http import OpenAIBackend
-from adapters.cli import main as adapters_main
-from adapters.serving import default_local_media_dir, serve_command
+from regionfocus.adapters.backends import encoding
+from regionfocus.adapters.backends.encoding import LocalFiles
+from regionfocus.adapters.backends.openai_http import OpenAIBackend
+from regionfocus.adapters.cli import main as adapters_main
+from regionfocus.adapters.serving import default_local_media_dir, serve_command
 from tests.chat_server import ChatServer
 
 from .test_local_transport import FileReadingServer, image_urls, msg, noise
@@ -129,7 +129,7 @@ def test_start_sweeps_folders_of_dead_processes_only(tmp_path):
 _CHILD = """
 import signal, sys, time
 from PIL import Image
-from adapters.backends.encoding import LocalFiles
+from regionfocus.adapters.backends.encoding import LocalFiles
 if sys.argv[2] == "app-handler":  # an application with its own SIGTERM handler keeps it
     def stop(signum, frame):
         raise SystemExit(3)

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from adapters import get_adapter
-from adapters.backend import ChatResponse
-from adapters.vlm import parse_choice, parse_verdict
 from regionfocus.actions import Action, ActionType
+from regionfocus.adapters import get_adapter
+from regionfocus.adapters.backend import ChatResponse
+from regionfocus.adapters.vlm import parse_choice, parse_verdict
 from regionfocus.geometry import Point
 from regionfocus.model import Option, Query, Verdict
 

@@ -8,9 +8,9 @@ import re
 
 from PIL import Image
 
-from adapters import get_adapter
-from adapters.backend import ChatResponse
 from regionfocus.a11y import A11yElement
+from regionfocus.adapters import get_adapter
+from regionfocus.adapters.backend import ChatResponse
 from regionfocus.geometry import Box
 from regionfocus.model import Query
 

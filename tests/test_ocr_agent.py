@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
-from adapters.ocr import OcrAgent, budget_size
-from adapters.ocr_text import TextLine, echo_lines, match_line, parse_instruction
 from regionfocus.actions import ActionType, click
+from regionfocus.adapters.ocr import OcrAgent, budget_size
+from regionfocus.adapters.ocr_text import TextLine, echo_lines, match_line, parse_instruction
 from regionfocus.agent import RegionFocusAgent
 from regionfocus.geometry import Box, Point, box_around
 from regionfocus.landmarks import draw_landmarks

@@ -12,9 +12,9 @@ import hashlib
 import pytest
 from PIL import Image
 
-from adapters import get_adapter
-from adapters.backend import ChatResponse
-from adapters.vlm import render
+from regionfocus.adapters import get_adapter
+from regionfocus.adapters.backend import ChatResponse
+from regionfocus.adapters.vlm import render
 from regionfocus.model import Query
 
 # likaixin2000/ScreenSpot-Pro-GUI-Grounding, models/qwen2_5vl.py @ 588f1f25a59318d49cf2a657e8dc18529c723713:

@@ -12,14 +12,14 @@ import math
 
 import pytest
 
-from adapters import get_adapter
-from adapters.coat import parse_coat
-from adapters.model_text import MAX_REPLY_CHARS
-from adapters.qwen import parse_qwen
-from adapters.react_agent import _first_number, parse_answer
-from adapters.uitars import parse_uitars
-from adapters.vlm import find_coordinates, parse_choice, parse_verdict
 from regionfocus.actions import ActionType
+from regionfocus.adapters import get_adapter
+from regionfocus.adapters.coat import parse_coat
+from regionfocus.adapters.model_text import MAX_REPLY_CHARS
+from regionfocus.adapters.qwen import parse_qwen
+from regionfocus.adapters.react_agent import _first_number, parse_answer
+from regionfocus.adapters.uitars import parse_uitars
+from regionfocus.adapters.vlm import find_coordinates, parse_choice, parse_verdict
 from regionfocus.model import Verdict
 
 SIZE = (1920, 1080)

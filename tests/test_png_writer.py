@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from adapters.backends import png
-from adapters.backends.encoding import encode_data_url
+from regionfocus.adapters.backends import png
+from regionfocus.adapters.backends.encoding import encode_data_url
 
 pytestmark = pytest.mark.skipif(not png.available(), reason="isal not installed")
 

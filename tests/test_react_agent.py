@@ -10,9 +10,10 @@ import re
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
-from adapters.backends.openai_http import OpenAIBackend
-from adapters.coat import CoatConfig, CoatHistory
-from adapters.react_agent import (
+from regionfocus.actions import Action, ActionType
+from regionfocus.adapters.backends.openai_http import OpenAIBackend
+from regionfocus.adapters.coat import CoatConfig, CoatHistory
+from regionfocus.adapters.react_agent import (
     ReactAgent,
     exemplar_tasks,
     format_command,
@@ -20,8 +21,7 @@ from adapters.react_agent import (
     parse_answer,
     text_region_focus,
 )
-from adapters.screen_text import ScreenElement, ScreenText
-from regionfocus.actions import Action, ActionType
+from regionfocus.adapters.screen_text import ScreenElement, ScreenText
 from regionfocus.geometry import Box, Point
 from regionfocus.views import StaticViews
 from tests.chat_server import ChatServer

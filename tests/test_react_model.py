@@ -14,18 +14,18 @@ from dataclasses import replace
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
-from adapters.backend import ChatResponse
-from adapters.cli_args import build_model, text_only_config
-from adapters.coat import CoatConfig
-from adapters.coat_model import CoatModel
-from adapters.qwen import Qwen25Adapter
-from adapters.react_model import ReactModel
 from regionfocus.actions import Action, ActionType
+from regionfocus.adapters.backend import ChatResponse
+from regionfocus.adapters.cli_args import build_model, text_only_config
+from regionfocus.adapters.coat import CoatConfig
+from regionfocus.adapters.coat_model import CoatModel
+from regionfocus.adapters.qwen import Qwen25Adapter
+from regionfocus.adapters.react_model import ReactModel
 from regionfocus.config import RegionFocusConfig
 from regionfocus.geometry import Box, Point, ViewTransform
 from regionfocus.model import Option, Query, Turn
 from regionfocus.orchestrator import RegionFocus
-from webvoyager.cli import build_parser, coat_from_args
+from regionfocus.webvoyager.cli import build_parser, coat_from_args
 
 
 class Scripted:

@@ -11,14 +11,14 @@ import json
 import pytest
 from PIL import Image
 
-from adapters import get_adapter
-from adapters.vlm import parse_choice, parse_verdict
 from regionfocus import ModelReply, Point, Query, RegionFocus, RegionFocusAgent, RegionFocusConfig, Verdict
 from regionfocus.actions import click
+from regionfocus.adapters import get_adapter
+from regionfocus.adapters.vlm import parse_choice, parse_verdict
 from regionfocus.orchestrator import merge_candidates
+from regionfocus.screenspot_pro.dataset import load_dataset
+from regionfocus.screenspot_pro.runner import run_samples
 from regionfocus.trace import Candidate
-from screenspot_pro.dataset import load_dataset
-from screenspot_pro.runner import run_samples
 from tests.scripted import ScriptedModel
 from tests.test_screenspot_helpers import ColourModel, fresh_dataset
 
@@ -45,7 +45,7 @@ class _Echo:
         self.prompts = []
 
     async def complete(self, messages, *, max_tokens=512, temperature=0.0, **sampling):
-        from adapters.backend import ChatResponse
+        from regionfocus.adapters.backend import ChatResponse
 
         self.prompts.append(
             "\n".join(

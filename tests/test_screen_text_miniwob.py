@@ -11,16 +11,16 @@ import re
 import pytest
 import pytest_asyncio
 
-from adapters.backends.openai_http import OpenAIBackend
-from tests.chat_server import ChatServer
-from webvoyager.browser import Browser
-from webvoyager.screen_text_eval import (
+from regionfocus.adapters.backends.openai_http import OpenAIBackend
+from regionfocus.webvoyager.browser import Browser
+from regionfocus.webvoyager.screen_text_eval import (
     EvalConfig,
     measure_recall,
     recall_table,
     run_episode,
     success_table,
 )
+from tests.chat_server import ChatServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="module")]
 
@@ -170,7 +170,7 @@ async def test_the_eval_command_keeps_a_resumable_run_folder(server, tmp_path, c
     import asyncio
     import json
 
-    from webvoyager.screen_text_eval import main
+    from regionfocus.webvoyager.screen_text_eval import main
 
     server.set_responder(reader_model)
     out = tmp_path / "run"

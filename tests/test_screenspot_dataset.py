@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from screenspot_pro.dataset import DatasetError, Selection, load_dataset
+from regionfocus.screenspot_pro.dataset import DatasetError, Selection, load_dataset
 
 from .test_screenspot_helpers import fresh_dataset
 

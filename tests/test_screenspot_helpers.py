@@ -244,6 +244,6 @@ def fresh_dataset(dest: Path) -> Path:
 
 def cli_main() -> int:
     """`python -c` entry for subprocess tests: the real CLI with the colour model."""
-    from screenspot_pro.cli import main
+    from regionfocus.screenspot_pro.cli import main
 
     return main(sys.argv[1:], model=ColourModel(latency=float(os.environ.get("COLOUR_MODEL_LATENCY", "0"))))

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from screenspot_pro.cli import main
+from regionfocus.screenspot_pro.cli import main
 
 from .chat_server import ChatServer, Reply, request_images, request_text
 from .model_like import request_kind

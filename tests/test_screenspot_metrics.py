@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from screenspot_pro.metrics import correctness, detail, evaluate, metric_block
+from regionfocus.screenspot_pro.metrics import correctness, detail, evaluate, metric_block
 
 BOX = [10, 20, 30, 40]
 SIZE = [100, 200]

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from screenspot_pro.cli import main
-from screenspot_pro.dataset import load_dataset
-from screenspot_pro.metrics import correctness
+from regionfocus.screenspot_pro.cli import main
+from regionfocus.screenspot_pro.dataset import load_dataset
+from regionfocus.screenspot_pro.metrics import correctness
 
 pytestmark = pytest.mark.slow
 

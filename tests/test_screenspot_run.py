@@ -21,10 +21,10 @@ import pytest
 from regionfocus import RegionFocusConfig
 from regionfocus.agent import RegionFocusAgent
 from regionfocus.runlog import RunFolderError, read_records
-from screenspot_pro.cli import main
-from screenspot_pro.dataset import load_dataset
-from screenspot_pro.report import compare_runs, write_reports
-from screenspot_pro.runner import run_samples, run_screenspot
+from regionfocus.screenspot_pro.cli import main
+from regionfocus.screenspot_pro.dataset import load_dataset
+from regionfocus.screenspot_pro.report import compare_runs, write_reports
+from regionfocus.screenspot_pro.runner import run_samples, run_screenspot
 
 from .test_screenspot_helpers import ColourModel, expected_outcomes, fresh_dataset, make_dataset
 

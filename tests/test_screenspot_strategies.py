@@ -15,8 +15,8 @@ import pytest
 from PIL import Image
 
 from regionfocus.runlog import read_records
-from screenspot_pro.cli import main
-from screenspot_pro.strategies import resolve
+from regionfocus.screenspot_pro.cli import main
+from regionfocus.screenspot_pro.strategies import resolve
 
 from .test_screenspot_helpers import ColourModel, fresh_dataset
 
@@ -101,7 +101,7 @@ def test_strategy_names_are_checked():
 def test_text_tokens_say_na_when_the_servers_usage_leaves_images_out(run: Path):
     """Some servers count only the text in ``prompt_tokens``: prompt minus image tokens would go
     negative. The cell says n/a and a note says why, in summary.md and in report.html."""
-    from screenspot_pro.strategies import comparison, comparison_markdown
+    from regionfocus.screenspot_pro.strategies import comparison, comparison_markdown
 
     recs = read_records(run / "records.jsonl")
     for r in recs:  # what such a server's usage leaves in the records

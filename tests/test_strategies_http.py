@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw
 
-from adapters.backends.openai_http import OpenAIBackend
-from adapters.qwen import Qwen3Adapter, Qwen25Adapter
-from adapters.resize import smart_resize
 from regionfocus.actions import click
+from regionfocus.adapters.backends.openai_http import OpenAIBackend
+from regionfocus.adapters.qwen import Qwen3Adapter, Qwen25Adapter
+from regionfocus.adapters.resize import smart_resize
 from regionfocus.geometry import Box
 from regionfocus.strategies import GuiRC, ReGround, ScreenSeekeR, UIZoomer
 from tests.chat_server import ChatServer, Reply, request_images, request_text

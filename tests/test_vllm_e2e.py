@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from PIL import Image, ImageDraw
 
-from adapters import get_adapter
-from adapters.backends.openai_http import OpenAIBackend
 from regionfocus import Action, ActionType, Option, Point, Query, RegionFocus, Verdict
+from regionfocus.adapters import get_adapter
+from regionfocus.adapters.backends.openai_http import OpenAIBackend
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow, pytest.mark.timeout(1800)]
 
@@ -199,7 +199,7 @@ async def test_concurrent_requests_overlap_on_the_server(vllm_server, backend):
 @pytest.fixture(scope="session")
 def screenspot_sample() -> Path:
     """One rendered 4K screen of the built-in set (cached between runs by its parameters)."""
-    from screenspot_pro.builder import builtin_dataset_dir
+    from regionfocus.screenspot_pro.builder import builtin_dataset_dir
 
     return builtin_dataset_dir(n_screens=1)
 
@@ -207,7 +207,7 @@ def screenspot_sample() -> Path:
 def test_screenspot_pro_cli_run_accounts_for_every_sample_and_resumes(
     vllm_server, screenspot_sample, tmp_path
 ):
-    from screenspot_pro.cli import main
+    from regionfocus.screenspot_pro.cli import main
 
     out = tmp_path / "run"
     # Zoomed views at the size the tiny model sees, not upsampled to 4K: the same rounds with a
@@ -264,7 +264,7 @@ def test_screenspot_pro_cli_run_accounts_for_every_sample_and_resumes(
 def test_webvoyager_miniwob_run_through_regionfocus_and_resume(vllm_server, tmp_path):
     """Two MiniWoB++ tasks in Chromium with UI-TARS-1.5 prompts. The random model's answers do
     not parse, which is itself a live trigger, so every task goes through RegionFocus rounds."""
-    from webvoyager.cli import main
+    from regionfocus.webvoyager.cli import main
 
     out = tmp_path / "wv"
     argv = [

@@ -8,14 +8,14 @@ from __future__ import annotations
 import pytest
 import pytest_asyncio
 
-from adapters import get_adapter
 from regionfocus import ModelReply, RegionFocusAgent, RegionFocusConfig
 from regionfocus.actions import click
+from regionfocus.adapters import get_adapter
 from regionfocus.geometry import Box, Point
-from webvoyager import miniwob
-from webvoyager.browser import Browser
-from webvoyager.rundir import RunDir
-from webvoyager.runner import RunSettings, run_tasks
+from regionfocus.webvoyager import miniwob
+from regionfocus.webvoyager.browser import Browser
+from regionfocus.webvoyager.rundir import RunDir
+from regionfocus.webvoyager.runner import RunSettings, run_tasks
 
 pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="module")]
 

@@ -24,12 +24,12 @@ from regionfocus import RegionFocusAgent, RegionFocusConfig
 from regionfocus.actions import Action, ActionType, click
 from regionfocus.geometry import Box, Point
 from regionfocus.model import ModelReply, Verdict
-from webvoyager import miniwob
-from webvoyager.browser import Browser, EnvConfig
-from webvoyager.report import write_report
-from webvoyager.rundir import RunDir
-from webvoyager.runner import RunSettings, run_tasks
-from webvoyager.tasks import load_tasks
+from regionfocus.webvoyager import miniwob
+from regionfocus.webvoyager.browser import Browser, EnvConfig
+from regionfocus.webvoyager.report import write_report
+from regionfocus.webvoyager.rundir import RunDir
+from regionfocus.webvoyager.runner import RunSettings, run_tasks
+from regionfocus.webvoyager.tasks import load_tasks
 
 pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="session")]
 

@@ -22,14 +22,14 @@ from pathlib import Path
 import pytest
 
 from regionfocus import Action, ActionType, Point
-from webvoyager.official import (
+from regionfocus.webvoyager.official import (
     FILENAME,
     final_answer,
     interact_messages,
     write_interact_messages,
 )
-from webvoyager.rundir import write_json
-from webvoyager.tasks import load_tasks
+from regionfocus.webvoyager.rundir import write_json
+from regionfocus.webvoyager.tasks import load_tasks
 
 TASK_RE = r"Now given a task:(.+?)Please interact with"
 ANSWER_RE = r"ANSWER[; ]+\[?(.[^\]]*)\]?"

@@ -11,16 +11,16 @@ import re
 import pytest
 import pytest_asyncio
 
-from adapters import get_adapter
-from adapters.backends.openai_http import OpenAIBackend
 from regionfocus import RegionFocusAgent
+from regionfocus.adapters import get_adapter
+from regionfocus.adapters.backends.openai_http import OpenAIBackend
 from regionfocus.config import RegionFocusConfig
+from regionfocus.webvoyager import miniwob
+from regionfocus.webvoyager.browser import Browser
+from regionfocus.webvoyager.cli import main as webvoyager_main
+from regionfocus.webvoyager.rundir import RunDir, run_config
+from regionfocus.webvoyager.runner import RunSettings, run_tasks
 from tests.chat_server import ChatServer
-from webvoyager import miniwob
-from webvoyager.browser import Browser
-from webvoyager.cli import main as webvoyager_main
-from webvoyager.rundir import RunDir, run_config
-from webvoyager.runner import RunSettings, run_tasks
 
 pytestmark = pytest.mark.slow
 _ENTRY = re.compile(r"^(?P<label>.+): \[(?P<b>[-\d., ]+)\]$")

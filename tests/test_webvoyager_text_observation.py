@@ -14,13 +14,13 @@ import re
 import pytest
 import pytest_asyncio
 
-from adapters import get_adapter
-from adapters.backends.openai_http import OpenAIBackend
 from regionfocus import RegionFocusAgent
-from webvoyager import miniwob
-from webvoyager.browser import Browser
-from webvoyager.rundir import RunDir
-from webvoyager.runner import RunSettings, run_tasks
+from regionfocus.adapters import get_adapter
+from regionfocus.adapters.backends.openai_http import OpenAIBackend
+from regionfocus.webvoyager import miniwob
+from regionfocus.webvoyager.browser import Browser
+from regionfocus.webvoyager.rundir import RunDir
+from regionfocus.webvoyager.runner import RunSettings, run_tasks
 
 from .chat_server import ChatServer, Reply, request_text
 

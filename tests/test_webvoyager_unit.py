@@ -11,15 +11,15 @@ from PIL import Image
 
 from regionfocus.actions import Action, ActionType
 from regionfocus.geometry import Point
-from webvoyager import miniwob
-from webvoyager.actions_exec import ActionError, key_combo, scroll_delta
-from webvoyager.browser import EnvConfig, url_allowed
-from webvoyager.effects import pixel_change
-from webvoyager.judge import aggregate, judge_run, last_screenshots, parse_verdict
-from webvoyager.official import interact_messages
-from webvoyager.report import summarize, write_report
-from webvoyager.rundir import RunDir, write_json
-from webvoyager.tasks import load_tasks
+from regionfocus.webvoyager import miniwob
+from regionfocus.webvoyager.actions_exec import ActionError, key_combo, scroll_delta
+from regionfocus.webvoyager.browser import EnvConfig, url_allowed
+from regionfocus.webvoyager.effects import pixel_change
+from regionfocus.webvoyager.judge import aggregate, judge_run, last_screenshots, parse_verdict
+from regionfocus.webvoyager.official import interact_messages
+from regionfocus.webvoyager.report import summarize, write_report
+from regionfocus.webvoyager.rundir import RunDir, write_json
+from regionfocus.webvoyager.tasks import load_tasks
 
 # --------------------------------------------------------------------------- verdicts
 
@@ -331,7 +331,7 @@ def test_summary_and_report_escape_page_text(tmp_path):
 
 
 def test_judge_over_http(tmp_path):
-    from adapters.backends.openai_http import OpenAIBackend
+    from regionfocus.adapters.backends.openai_http import OpenAIBackend
     from tests.chat_server import ChatServer, request_images, request_text
 
     _fake_run(

@@ -3,7 +3,7 @@
     regionfocus a11y https://example.org [--instruction TEXT] [--format a11y|compressed-a11y]
     regionfocus a11y page.html --format compressed-a11y --phases modal,reduce
 
-Launches Chromium (webvoyager.browser.Browser), loads the URL (http(s), or a local file path /
+Launches Chromium (regionfocus.webvoyager.browser.Browser), loads the URL (http(s), or a local file path /
 file:// URL, allowed under its own folder), reads the tree (webvoyager/a11y_tree.py) and prints
 the linearized tree (``a11y``) or A11y-Compressor's observation (``compressed-a11y``), then one
 line with its size in characters and o200k_base tokens (webvoyager/a11y_corpus.py says why that

@@ -14,7 +14,7 @@ what is in front are unknowable. The CDP pair is two round trips whatever the pa
 Frames: DOMSnapshot bounds are CSS pixels of the document after CSS ``zoom`` (Chromium's
 standardised zoom: the MiniWoB++ pages' ``html { zoom: 1.25 }`` is already applied), so a box
 is moved into the viewport by the scroll offset and scaled by ``devicePixelRatio`` into
-screenshot pixels (1 in :class:`~webvoyager.browser.EnvConfig`'s contexts). Only the main frame
+screenshot pixels (1 in :class:`~regionfocus.webvoyager.browser.EnvConfig`'s contexts). Only the main frame
 is read (iframes' trees are not merged).
 """
 

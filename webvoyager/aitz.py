@@ -44,8 +44,8 @@ from pathlib import Path
 
 from PIL import Image
 
-from adapters.coat import CoatHistory, CoatStep
 from regionfocus.actions import Action, ActionType
+from regionfocus.adapters.coat import CoatHistory, CoatStep
 from regionfocus.geometry import Box, Point
 
 ACTION_TYPES = ("click", "scroll", "type", "press", "stop")
@@ -374,7 +374,7 @@ def score(
 
 def coat_history(episode: AitzEpisode, upto: int) -> CoatHistory:
     """The gold CoAT chain before step ``upto`` (for teacher-forced evaluation): one
-    :class:`adapters.coat.CoatStep` per earlier step with its annotated description and result."""
+    :class:`regionfocus.adapters.coat.CoatStep` per earlier step with its annotated description and result."""
     hist = CoatHistory()
     for st in episode.steps[:upto]:
         hist.append(

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from adapters.redact import redact_url
+from regionfocus.adapters.redact import redact_url
 from regionfocus.cliargs import add_regionfocus_arguments, config_from_args
 
 EXAMPLES = """examples:
@@ -54,7 +54,7 @@ def default_viewport(agent: str) -> tuple[int, int]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from adapters.cli_args import add_agent_arguments
+    from regionfocus.adapters.cli_args import add_agent_arguments
 
     p = argparse.ArgumentParser(
         prog="regionfocus webvoyager",
@@ -217,7 +217,7 @@ def coat_from_args(args: argparse.Namespace):
         if args.coat_parts:
             raise ValueError("--coat-parts needs --reasoning coat")
         return None
-    from adapters.coat import CoatConfig
+    from regionfocus.adapters.coat import CoatConfig
 
     try:
         return CoatConfig.parse(args.coat_parts or "all")
@@ -272,7 +272,7 @@ def run_main(argv: list[str]) -> int:
         task_zoom = args.task_zoom if args.task_zoom is not None else miniwob.DEFAULT_ZOOM
         if not 0.25 <= task_zoom <= 8:
             raise ValueError(f"--task-zoom must be in [0.25, 8], got {task_zoom}")
-        from adapters.cli_args import text_only_config
+        from regionfocus.adapters.cli_args import text_only_config
 
         rf_config = text_only_config(args.agent, config_from_args(args))
         phases = _a11y_phases(args.a11y_phases)
@@ -280,7 +280,7 @@ def run_main(argv: list[str]) -> int:
         from regionfocus.strategies import get_strategy
 
         refiner = None if args.strategy == "regionfocus" else get_strategy(args.strategy)
-        from adapters.cli_args import build_model, request_identity
+        from regionfocus.adapters.cli_args import build_model, request_identity
 
         model = build_model(args, concurrency=args.concurrency, coat=coat)
         browser = Browser(
@@ -391,7 +391,7 @@ def judge_main(argv: list[str]) -> int:
     p.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="VAR", help="env var with the API key")
     p.add_argument("--timeout", type=float, default=300.0, metavar="S")
     args = p.parse_args(argv)
-    from adapters.backends.openai_http import OpenAIBackend
+    from regionfocus.adapters.backends.openai_http import OpenAIBackend
 
     from .judge import format_summary, judge_run
     from .report import write_report

@@ -1,7 +1,7 @@
 """Runs browsing tasks: one Chromium for the run, a context and an agent per task, resumable.
 
 The loop itself is the core's (:func:`regionfocus.loop.run_episode`, written against the
-environment protocol); here each task becomes a :class:`~webvoyager.task_env.TaskEnv`, each
+environment protocol); here each task becomes a :class:`~regionfocus.webvoyager.task_env.TaskEnv`, each
 step is written to the task folder as it happens (rundir.py documents the layout), and each
 task's record goes to the run log. A task that fails (a page that will not load, a crashed
 renderer, an unexpected error) is recorded with its error and the run goes on; one whose steps

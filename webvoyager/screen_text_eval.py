@@ -9,7 +9,7 @@ episode, temperature 0), Table 1 (mean success over tasks, tasks evaluated) and 
 ``webvoyager/suites/screen_to_text.json``.
 
 The episode runner is self-contained (the browsing loop in runner.py may fold it in later): it
-reuses :class:`webvoyager.browser.Browser` / ``BrowserEnv`` and ``webvoyager.miniwob`` for
+reuses :class:`regionfocus.webvoyager.browser.Browser` / ``BrowserEnv`` and ``regionfocus.webvoyager.miniwob`` for
 loading, seeding and the reward, executes each answer's commands in order with the
 environment's effect check after each, and, when ``regionfocus`` is on, runs the text-only
 RegionFocus round on a click that had no effect. The task's yellow instruction header is left
@@ -30,11 +30,11 @@ from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from adapters.backend import ChatBackend
-from adapters.coat import CoatConfig, CoatHistory, CoatStep
-from adapters.react_agent import ReactAgent, format_command, text_region_focus
-from adapters.screen_text import ScreenText, describe_screen
 from regionfocus.actions import ActionType
+from regionfocus.adapters.backend import ChatBackend
+from regionfocus.adapters.coat import CoatConfig, CoatHistory, CoatStep
+from regionfocus.adapters.react_agent import ReactAgent, format_command, text_region_focus
+from regionfocus.adapters.screen_text import ScreenText, describe_screen
 from regionfocus.geometry import Box, Point
 
 from .browser import Browser, BrowserEnv, EnvConfig
@@ -61,7 +61,9 @@ class Suite:
 
 
 def load_suite() -> Suite:
-    data = json.loads((resources.files("webvoyager") / "suites" / "screen_to_text.json").read_text("utf-8"))
+    data = json.loads(
+        (resources.files("regionfocus.webvoyager") / "suites" / "screen_to_text.json").read_text("utf-8")
+    )
     return Suite(
         tuple(data["tasks"]),
         dict(data["excluded"]),
@@ -485,8 +487,8 @@ def main(argv: list[str]) -> int:
         return 0
     if not args.base_url or not args.model:
         p.error("--base-url and --model are needed to run the agent (or use --recall)")
-    from adapters.backends.openai_http import OpenAIBackend
-    from adapters.redact import redact_url
+    from regionfocus.adapters.backends.openai_http import OpenAIBackend
+    from regionfocus.adapters.redact import redact_url
     from regionfocus.runlog import RunFolder, RunFolderError
 
     backend = OpenAIBackend(args.base_url, args.model, api_key_env=args.api_key_env)

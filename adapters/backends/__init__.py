@@ -1,6 +1,6 @@
 """Transports for chat models: OpenAI-compatible HTTP and in-process transformers.
 
-Both implement :class:`adapters.backend.ChatBackend`. Importing this package imports neither
+Both implement :class:`regionfocus.adapters.backend.ChatBackend`. Importing this package imports neither
 ``openai``'s network stack nor ``torch``; each backend loads its heavy dependency when built or
 first used.
 """

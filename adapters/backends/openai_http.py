@@ -81,7 +81,7 @@ class MalformedResponseError(Exception):
 
 @dataclass
 class _Endpoint:
-    base_url: str  # as shown (records, logs, errors): credentials masked (adapters.redact)
+    base_url: str  # as shown (records, logs, errors): credentials masked (regionfocus.adapters.redact)
     target: str = ""  # as requested: the user's URL without its userinfo
     auth: str | None = None  # the basic-auth header the userinfo stood for
     client: Any = None  # openai.AsyncOpenAI, bound to the event loop it was created in
@@ -90,7 +90,7 @@ class _Endpoint:
 
 
 class OpenAIBackend:
-    """:class:`adapters.backend.ChatBackend` over one or more OpenAI-compatible servers.
+    """:class:`regionfocus.adapters.backend.ChatBackend` over one or more OpenAI-compatible servers.
 
     ``base_urls``: e.g. ``["http://127.0.0.1:8000/v1"]``; each request goes to the server with
     the fewest requests in flight from this backend (ties in turn). ``max_in_flight`` bounds
@@ -110,7 +110,7 @@ class OpenAIBackend:
 
     Credentials in a base URL (``https://user:pass@host/v1``, ``?api_key=...``) are used for the
     requests and masked everywhere a URL is shown: ``usage.endpoint``, :class:`BackendError`,
-    log lines, ``repr`` (:mod:`adapters.redact`).
+    log lines, ``repr`` (:mod:`regionfocus.adapters.redact`).
 
     Each request's usage carries ``encode_s`` (CPU seconds this request spent encoding or
     writing its images; 0 when every image was already encoded for an earlier request) and

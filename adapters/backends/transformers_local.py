@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 
 
 class TransformersBackend:
-    """:class:`adapters.backend.ChatBackend` over ``AutoModelForImageTextToText``.
+    """:class:`regionfocus.adapters.backend.ChatBackend` over ``AutoModelForImageTextToText``.
 
     ``model_path``: a local model folder. ``device``: "cpu", "cuda", "cuda:1", ...
     ``dtype``: a torch dtype name ("float32", "bfloat16", ...) or None for the folder's own.

@@ -587,7 +587,7 @@ async def build_sample_async(
             _write_json(tmp_dir / "annotations" / name, sorted(recs, key=lambda r: r["id"]))
         manifest = {
             "format": "screenspot-pro",
-            "generator": "regionfocus screenspot_pro.builder",
+            "generator": "regionfocus regionfocus.screenspot_pro.builder",
             "params": params.as_dict(),
             "n_samples": len(records),
             # Not a ScreenSpot-Pro field: image px per CSS px of each annotation file's screens.
