@@ -73,3 +73,19 @@ def sound_action(action: Action | None) -> Action | None:
     if text is action.text and extras == action.extras:
         return action
     return replace(action, text=text, extras=extras)
+
+
+def json_objects(text: str):
+    """Every JSON object (strict: :data:`STRICT_JSON`) that starts at some '{' of the bounded
+    ``text``, outermost first: the one scanner for answers that wrap JSON in prose."""
+    text = bounded(text)
+    i = text.find("{")
+    while i != -1:
+        try:
+            obj, end = STRICT_JSON.raw_decode(text, i)
+        except (json.JSONDecodeError, RecursionError):  # RecursionError: nesting past the stack
+            i = text.find("{", i + 1)
+            continue
+        if isinstance(obj, dict):
+            yield obj
+        i = text.find("{", end)

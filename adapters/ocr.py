@@ -216,9 +216,6 @@ class Seen:
     def to_budget(self, p: Point) -> Point:
         return Point(p.x / self.sx, p.y / self.sy)
 
-    def box_to_image(self, b: Box) -> Box:
-        return Box(b.left * self.sx, b.top * self.sy, b.right * self.sx, b.bottom * self.sy)
-
 
 class OcrAgent:
     """A deterministic OCR grounder behind the model protocol.

@@ -52,7 +52,7 @@ from .coat import (
     coat_from_mapping,
     coat_instructions,
 )
-from .model_text import STRICT_JSON, bounded, finite_number, sound_action
+from .model_text import STRICT_JSON, bounded, finite_number, json_objects, sound_action
 from .screen_text import ScreenText, describe_screen
 from .ui_detect import ElementDetector
 
@@ -192,22 +192,6 @@ _FIELD_RE = r'"{name}"\s*:\s*"((?:[^"\\]|\\.)*)"'
 _COMMAND_RE = re.compile(r'"name"\s*:\s*"([A-Za-z_]+)"\s*,\s*"args"\s*:\s*(\{[^{}]*\})', re.S)
 
 
-def _json_objects(text: str):
-    """Every JSON object that parses starting at some '{' of ``text``, outermost first (NaN,
-    Infinity and 1e999 do not parse: :data:`STRICT_JSON`)."""
-    text = bounded(text)
-    i = text.find("{")
-    while i != -1:
-        try:
-            obj, end = STRICT_JSON.raw_decode(text, i)
-        except (json.JSONDecodeError, RecursionError):  # RecursionError: nesting past the stack
-            i = text.find("{", i + 1)
-            continue
-        if isinstance(obj, dict):
-            yield obj
-        i = text.find("{", end)
-
-
 def _unescape(s: str) -> str:
     try:
         return json.loads(f'"{s}"')
@@ -327,7 +311,7 @@ def parse_answer(text: str, *, screen: ScreenText | None = None, from_model: Any
     """
     out = ParsedAnswer()
     body = re.sub(r"```(?:json)?", "", bounded(text))
-    obj = next((o for o in _json_objects(body) if "commands" in o or "thoughts" in o), None)
+    obj = next((o for o in json_objects(body) if "commands" in o or "thoughts" in o), None)
     raw_cmds: list[tuple[str, Any]] = []
     if obj is not None:
         out.found_json = True
@@ -616,7 +600,7 @@ def _tried_text(failed: Sequence[Point], view: View | None, screen: ScreenText |
 
 def _first_number(text: str, n: int) -> int | None:
     text = bounded(text)
-    for obj in _json_objects(text):
+    for obj in json_objects(text):
         v = finite_number(obj.get("choice")) if isinstance(obj.get("choice"), (int, float, str)) else None
         if v is not None and v.is_integer() and 1 <= v <= n:
             return int(v)

@@ -34,7 +34,6 @@ reads and writes screenshot pixels (the description's boxes), so ``input_size`` 
 
 from __future__ import annotations
 
-import json
 import re
 import time
 import weakref
@@ -50,7 +49,7 @@ from regionfocus.model import ModelReply, Option, Query, Turn, Usage, Verdict
 
 from .backend import ChatBackend, Message
 from .coat import CoatConfig, CoatHistory, CoatParts, CoatStep
-from .model_text import STRICT_JSON, bounded, finite_number
+from .model_text import finite_number, json_objects
 from .react_agent import (
     CHOICE_PROMPT,
     VIEW_PROMPT,
@@ -129,15 +128,7 @@ def failed_on_screen(turns: Sequence[Turn]) -> list[Point]:
 
 
 def _json_field(text: str, key: str):
-    text = bounded(text)
-    for m in re.finditer(r"\{", text):
-        try:
-            obj, _ = STRICT_JSON.raw_decode(text, m.start())
-        except (json.JSONDecodeError, RecursionError):
-            continue
-        if isinstance(obj, dict) and key in obj:
-            return obj[key]
-    return None
+    return next((obj[key] for obj in json_objects(text) if key in obj), None)
 
 
 class ReactModel:

@@ -214,10 +214,6 @@ def parse_uitars(text: str) -> Action | None:
     return bare_click(body)
 
 
-def _xy(p: Point) -> tuple[int, int]:
-    return round(p.x), round(p.y)
-
-
 class UiTarsAdapter(VlmAdapter):
     """Shared UI-TARS behaviour; the versions differ in frame, resize, templates and how they
     write a point.

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Protocol, runtime_checkable
 
@@ -385,8 +385,3 @@ def box_inside(center: Point, width: float, height: float, bounds: Box) -> Box:
 
 def full_box(size: tuple[int, int]) -> Box:
     return Box(0.0, 0.0, float(size[0]), float(size[1]))
-
-
-def describe_calls(calls: Sequence[CostedCall]) -> list[str]:
-    """The kinds, in order (tests and the CLI print call sequences)."""
-    return [c.kind for c in calls]

@@ -631,23 +631,6 @@ def _builtin_target(cache_dir, params: BuildParams) -> Path:
     return root / f"v{BUILD_VERSION}-{params.key()}"
 
 
-async def builtin_dataset_dir_async(
-    cache_dir: str | os.PathLike[str] | None = None,
-    *,
-    n_screens: int = DEFAULT_SCREENS,
-    seed: int = 0,
-    browser_path: str = DEFAULT_BROWSER,
-) -> Path:
-    """``builtin_dataset_dir`` for callers already inside an event loop."""
-    params = BuildParams(n_screens=n_screens, seed=seed)
-    target = _builtin_target(cache_dir, params)
-    if is_complete(target, params):
-        return target.resolve()
-    return await build_sample_async(
-        target, n_screens=n_screens, seed=seed, browser_path=browser_path, force=True
-    )
-
-
 def builtin_dataset_dir(
     cache_dir: str | os.PathLike[str] | None = None,
     *,
