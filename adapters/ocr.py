@@ -29,8 +29,8 @@ from PIL import Image
 
 from regionfocus.actions import Action, ActionType
 from regionfocus.geometry import Box, Point, box_around
-from regionfocus.landmarks import STAR_FILL, star_radius
 from regionfocus.model import ModelReply, Option, Query, Usage, Verdict
+from regionfocus.stars import STAR_FILL, star_radius
 
 from .ocr_text import (
     Match,
@@ -323,7 +323,7 @@ class OcrAgent:
     def _clean_base(self, size: tuple[int, int], array: np.ndarray, points: Sequence[Point]) -> Seen | None:
         h, w = array.shape[:2]
         sx, sy = size[0] / w, size[1] / h
-        # A star and its number tag fit within ~4 star radii of its point (see landmarks.py).
+        # A star and its number tag fit within ~4 star radii of its point (see stars.py).
         reach = 4.0 * star_radius(size) / min(sx, sy) + 3.0
         pts = np.array([[p.x / sx, p.y / sy] for p in points])
         with self._cache_lock:

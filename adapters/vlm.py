@@ -28,8 +28,8 @@ from PIL import Image
 
 from regionfocus.actions import Action, ActionType
 from regionfocus.geometry import Box, Point
-from regionfocus.landmarks import draw_landmarks, landmark_extent
 from regionfocus.model import ModelReply, Option, Query, Turn, Verdict
+from regionfocus.stars import draw_stars, star_extent
 
 from .backend import DERIVED_ROWS_KEY, ChatBackend, Message
 from .model_text import bounded, finite_number, sound_action
@@ -360,7 +360,7 @@ def _starred_patch(
     W, H = image.size
     mw, mh = model_size
     sx, sy = mw / W, mh / H
-    ext = landmark_extent((W, H), points, labels, scale)
+    ext = star_extent((W, H), points, labels, scale)
     left, top = min(b.left for b in ext), min(b.top for b in ext)
     right, bottom = max(b.right for b in ext), max(b.bottom for b in ext)
     # Output pixels the stars can reach (bicubic support: 2 output pixels each side), and the
@@ -373,7 +373,7 @@ def _starred_patch(
     crop = image.crop((fl, ft, fr, fb))
     if crop.mode != "RGB":
         crop = crop.convert("RGB")
-    draw_landmarks(crop, points, labels, scale=scale, origin=(fl, ft), frame=(W, H), in_place=True)
+    draw_stars(crop, points, labels, scale=scale, origin=(fl, ft), frame=(W, H), in_place=True)
     box = (ml / sx - fl, mt / sy - ft, mr / sx - fl, mb / sy - ft)
     return crop.resize((mr - ml, mb - mt), Image.Resampling.BICUBIC, box=box), (ml, mt)
 
@@ -385,7 +385,7 @@ def _rows_touched(
     screenshot) may change, with a margin for antialiasing and rounding."""
     if not points:
         return (0, 0)
-    ext = landmark_extent(given, points, labels, scale)
+    ext = star_extent(given, points, labels, scale)
     return max(0, math.floor(min(b.top for b in ext) * sy) - 8), math.ceil(
         max(b.bottom for b in ext) * sy
     ) + 8
@@ -670,14 +670,14 @@ class VlmAdapter:
         base = self._resize_cached(image).image
         sx, sy = base.width / given[0], base.height / given[1]
         if base.size == given or not points:  # the model sees the screenshot's own size
-            out = draw_landmarks(base, points, labels, scale=scale)
+            out = draw_stars(base, points, labels, scale=scale)
             rows = _rows_touched(given, points, labels, scale, sy)
         elif min(sx, sy) >= 0.95 or image.size != given:
             # About the model's size (a 4K screenshot at 3836x2156): draw straight on the copy.
             # Pillow draws in edge coordinates (pixel i spans [i, i + 1)), as resampling maps
             # them: a plain scale puts the star where resizing a full-resolution star would.
             mapped = [Point(p.x * sx, p.y * sy) for p in points]
-            out = draw_landmarks(base.copy(), mapped, labels, scale=scale, reference=given, in_place=True)
+            out = draw_stars(base.copy(), mapped, labels, scale=scale, reference=given, in_place=True)
             rows = _rows_touched(given, points, labels, scale, sy)
         else:
             out = base.copy()

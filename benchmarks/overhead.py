@@ -2,7 +2,7 @@
 
 Stages (each what one round really runs, with the real core and adapter code): box proposals
 (fixed ratios; layout when regionfocus/layout.py is present), views (crop + Lanczos toward the
-model's size), stars (draw_landmarks), the adapter's resize to the model size (smart_resize),
+model's size), stars (draw_stars), the adapter's resize to the model size (smart_resize),
 and encoding images for transport in several formats, against sending the full-resolution PNG
 as the reference code does. Prints per-stage wall and CPU milliseconds, bytes per request, a
 fidelity measure of each lossy format, and the round's total against the budget: 5 % of the
@@ -22,7 +22,7 @@ import os
 import numpy as np
 from PIL import Image
 
-from regionfocus import Point, Query, crop_view, draw_landmarks, fixed_ratio_boxes
+from regionfocus import Point, Query, crop_view, draw_stars, fixed_ratio_boxes
 from regionfocus.adapters.backends.encoding import encode_data_url
 from regionfocus.adapters.registry import get_adapter
 from regionfocus.adapters.resize import resize_for_model
@@ -125,9 +125,9 @@ def main(argv: list[str] | None = None) -> dict:
             1,
             f"-> {fitted[i].image.size[0]}x{fitted[i].image.size[1]}",
         )
-    stage("stars: 1 history star (focal image)", lambda: draw_landmarks(screen, [focal]), 1)
+    stage("stars: 1 history star (focal image)", lambda: draw_stars(screen, [focal]), 1)
     stars4 = [Point(focal.x + dx, focal.y + dy) for dx, dy in ((-300, 0), (300, 0), (0, 200), (0, -200))]
-    choose_img = stage("stars: 4 candidates (choice image)", lambda: draw_landmarks(screen, stars4), 1)
+    choose_img = stage("stars: 4 candidates (choice image)", lambda: draw_stars(screen, stars4), 1)
     spec = adapter.resize
     resized = stage(
         "adapter resize: screenshot",

@@ -10,11 +10,11 @@ from .actions import Action, ActionType
 from .agent import LiveDecision, RegionFocusAgent, StaticPrediction
 from .config import RegionFocusConfig
 from .geometry import DEFAULT_RATIOS, Box, Point, ViewTransform, fixed_ratio_boxes
-from .landmarks import draw_boxes, draw_landmarks
 from .model import GroundingModel, ModelReply, Option, Query, Usage, Verdict
 from .orchestrator import RegionFocus
 from .proposals import BoxProposer, FixedRatioProposer, PredictRegionProposer, ProposalContext
 from .proposals_a11y import A11yProposer
+from .stars import draw_boxes, draw_stars
 from .trace import CallRecord, Candidate, RefineResult
 from .triggers import Effect
 from .views import StaticViews, View, ViewSource, crop_view
@@ -53,7 +53,7 @@ __all__ = [
     "compress",
     "crop_view",
     "draw_boxes",
-    "draw_landmarks",
+    "draw_stars",
     "fixed_ratio_boxes",
     "linearize",
 ]

@@ -20,10 +20,10 @@ from PIL import Image
 from .actions import Action, click
 from .config import RegionFocusConfig
 from .geometry import Point
-from .landmarks import mark_for_model
 from .model import GroundingModel, Query, Verdict
 from .orchestrator import RegionFocus
 from .screen import same_screen, screen_signature
+from .stars import mark_for_model
 from .strategy import Strategy
 from .trace import CallRecord, RefineResult, record_call
 from .triggers import Effect, NoAction, NoEffect, NoTarget, Repeat, SelfJudge, TriggerState, any_of

@@ -157,9 +157,9 @@ class GroundingModel(Protocol):
 class AnnotatingModel(Protocol):
     """Optional: a model that draws stars on its own copy of a screenshot.
 
-    :func:`~regionfocus.landmarks.mark_for_model` uses it when a model offers it. The returned
+    :func:`~regionfocus.stars.mark_for_model` uses it when a model offers it. The returned
     image stands for ``image`` with numbered stars at ``points`` (pixels of ``image``; star and
-    tag sizes relative to ``image``, as :func:`~regionfocus.landmarks.draw_landmarks` draws
+    tag sizes relative to ``image``, as :func:`~regionfocus.stars.draw_stars` draws
     them); it may be at any size (typically the size the model sees). Given back to the same
     model in ``judge``, ``choose`` or ``propose_point``, every point in and out of the request
     stays in pixels of ``image``. Models without it get full-resolution annotated copies.

@@ -21,7 +21,7 @@ from regionfocus.actions import click
 from regionfocus.adapters.registry import get_adapter
 from regionfocus.adapters.vlm import GIVEN_SIZE_KEY, given_size
 from regionfocus.geometry import Box
-from regionfocus.landmarks import draw_landmarks, mark_for_model
+from regionfocus.stars import draw_stars, mark_for_model
 from tests.scripted import ScriptedModel
 
 W, H = 2560, 1440
@@ -59,7 +59,7 @@ async def test_judge_star_on_model_image_lands_where_todays_does(max_pixels, poi
     adapter = get_adapter("qwen2.5-vl", **({"max_pixels": max_pixels} if max_pixels else {}))
     shot = screen()
     p = Point(*point)
-    today = await adapter.model_image(draw_landmarks(shot, [p], [""]))  # full-res copy, then resized
+    today = await adapter.model_image(draw_stars(shot, [p], [""]))  # full-res copy, then resized
     new = await adapter.annotate(shot, [p], [""])
     clean = await adapter.model_image(shot)
     assert new.size == today.size == adapter.input_size(shot.size)
@@ -90,7 +90,7 @@ async def test_shrunk_model_image_with_stars_is_todays_pixel_for_pixel(max_pixel
     shot = screen()
     pts = [Point(500.5, 500.25), Point(900, 520), Point(1400.7, 300.1), Point(5, 1430)]
     labels = ["1", "2", "3", "4"]
-    today = np.asarray(await adapter.model_image(draw_landmarks(shot, pts, labels)), dtype=np.int16)
+    today = np.asarray(await adapter.model_image(draw_stars(shot, pts, labels)), dtype=np.int16)
     new = np.asarray(await adapter.annotate(shot, pts, labels), dtype=np.int16)
     assert new.shape == today.shape
     assert np.abs(new - today).max() <= 2
@@ -100,7 +100,7 @@ async def test_numbered_stars_keep_their_size_and_order_relative_to_the_screensh
     adapter = get_adapter("qwen2.5-vl", max_pixels=1003520)
     shot = screen()
     pts = [Point(500, 500), Point(900, 520), Point(1400, 300)]
-    today = await adapter.model_image(draw_landmarks(shot, pts, ["1", "2", "3"]))
+    today = await adapter.model_image(draw_stars(shot, pts, ["1", "2", "3"]))
     new = await adapter.annotate(shot, pts, ["1", "2", "3"])
     clean = np.asarray(await adapter.model_image(shot), dtype=np.int16)
     changed_today = (np.abs(np.asarray(today, dtype=np.int16) - clean).sum(-1) > 30).sum()
@@ -194,7 +194,7 @@ async def test_stars_added_to_an_annotated_image_stay_in_screenshot_pixels():
     once = await adapter.annotate(shot, [Point(500, 500)], ["1"])
     twice = await adapter.annotate(once, [Point(1500, 900)], ["2"])
     assert given_size(twice) == shot.size and twice.size == once.size
-    today = await adapter.model_image(draw_landmarks(shot, [Point(1500, 900)], ["2"]))
+    today = await adapter.model_image(draw_stars(shot, [Point(1500, 900)], ["2"]))
     clean = await adapter.model_image(shot)
     s = twice.width / W
     at = (1500 * s, 900 * s)

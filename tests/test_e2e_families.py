@@ -218,13 +218,13 @@ def test_responder_reads_the_number_of_the_star_on_the_target(on_target):
     """The double's choice comes from seeing: stars drawn by the product, the image shrunk as
     the adapter shrinks it, the on-target star's tag read by OCR, whatever its number."""
     from regionfocus.adapters.resize import resize_for_model
-    from regionfocus.landmarks import draw_landmarks
+    from regionfocus.stars import draw_stars
 
     c = TARGET.center
     points = [Point(c.x + 18, c.y), Point(c.x, c.y), Point(c.x + 14, c.y - 16)]
     labels = [n for n in "123" if n != on_target]
     labels.insert(1, on_target)
-    shown = resize_for_model(draw_landmarks(SCREENSHOT, points, labels), 28, 3136, MAX_PIXELS["qwen2.5-vl"])
+    shown = resize_for_model(draw_stars(SCREENSHOT, points, labels), 28, 3136, MAX_PIXELS["qwen2.5-vl"])
     answer = model_like("uitars-1.0", TARGET_COLOUR)(_image_body(shown.image, "Selected point: N")).content
     assert answer.endswith(f"Selected point: {on_target}"), answer
 

@@ -19,8 +19,8 @@ from regionfocus.adapters.ocr import OcrAgent, budget_size
 from regionfocus.adapters.ocr_text import TextLine, echo_lines, match_line, parse_instruction
 from regionfocus.agent import RegionFocusAgent
 from regionfocus.geometry import Box, Point, box_around
-from regionfocus.landmarks import draw_landmarks
 from regionfocus.model import GroundingModel, Option, Query, Verdict
+from regionfocus.stars import draw_stars
 from regionfocus.views import crop_view
 
 FONT_DIR = Path("/usr/share/fonts/truetype/dejavu")
@@ -286,10 +286,10 @@ def test_judge_yes_on_the_label_no_elsewhere(agent, screen):
     run(agent.act(screen.image, q))  # the clean screen, as the self-judge flow sees it first
     right = screen.labels["Calendar"].center
     wrong = screen.labels["Billing"].center
-    yes = run(agent.judge(draw_landmarks(screen.image, [right], [""]), q, right))
-    no = run(agent.judge(draw_landmarks(screen.image, [wrong], [""]), q, wrong))
+    yes = run(agent.judge(draw_stars(screen.image, [right], [""]), q, right))
+    no = run(agent.judge(draw_stars(screen.image, [wrong], [""]), q, wrong))
     empty = Point(2000, 1000)
-    nothing = run(agent.judge(draw_landmarks(screen.image, [empty], [""]), q, empty))
+    nothing = run(agent.judge(draw_stars(screen.image, [empty], [""]), q, empty))
     assert yes.verdict == Verdict.YES, yes.text
     assert no.verdict == Verdict.NO and "Billing" in no.text, no.text
     assert nothing.verdict == Verdict.NO, nothing.text
@@ -299,7 +299,7 @@ def test_judge_reads_through_the_star_without_a_clean_copy(screen):
     fresh = OcrAgent()  # has never seen the clean screen
     q = Query('click "Workspace Overview"')
     p = screen.labels["Workspace Overview"].center
-    reply = run(fresh.judge(draw_landmarks(screen.image, [p], [""]), q, p))
+    reply = run(fresh.judge(draw_stars(screen.image, [p], [""]), q, p))
     assert reply.verdict == Verdict.YES, reply.text
 
 
@@ -307,12 +307,12 @@ def test_choose_picks_the_star_on_the_label(agent, screen):
     q = Query('click "Messages"')
     pts = [screen.labels["Dashboard"].center, screen.labels["Messages"].center, screen.labels["Help"].center]
     options = [Option(i + 1, click(p.x, p.y), True) for i, p in enumerate(pts)]
-    image = draw_landmarks(screen.image, pts)
+    image = draw_stars(screen.image, pts)
     reply = run(agent.choose(image, q, options))
     assert reply.choice == 2, reply.text
     # The same options in another order: the choice follows the label, not the number.
     options = [Option(i + 1, click(p.x, p.y), True) for i, p in enumerate(reversed(pts))]
-    reply = run(agent.choose(draw_landmarks(screen.image, pts[::-1]), q, options))
+    reply = run(agent.choose(draw_stars(screen.image, pts[::-1]), q, options))
     assert reply.choice == 2 and "2:" in reply.text
 
 
@@ -320,7 +320,7 @@ def test_propose_point_avoids_stars(agent, screen):
     q = Query('click "Analytics"')
     first = run(agent.propose_point(screen.image, q, [], False)).point
     assert screen.labels["Analytics"].contains(first)
-    starred = draw_landmarks(screen.image, [first])
+    starred = draw_stars(screen.image, [first])
     second = run(agent.propose_point(starred, q, [first], True)).point
     assert second is not None and second.distance(first) > 40
 
@@ -346,7 +346,7 @@ def test_ignores_the_instruction_printed_on_the_page(agent):
     reply = run(agent.act(img, q))
     assert reply.action is not None and link.contains(reply.action.point), reply.text
     on_header = header.center
-    verdict = run(agent.judge(draw_landmarks(img, [on_header], [""]), q, on_header))
+    verdict = run(agent.judge(draw_stars(img, [on_header], [""]), q, on_header))
     assert verdict.verdict == Verdict.NO and "instruction" in verdict.text, verdict.text
 
 

@@ -17,8 +17,8 @@ from PIL import Image
 
 from ..actions import Action, click
 from ..geometry import Point
-from ..landmarks import draw_landmarks
 from ..model import GroundingModel, Option, Query, Verdict
+from ..stars import draw_stars
 from ..strategy import Ledger, Strategy, StrategyResult
 from ..triggers import Effect, NoAction, NoEffect, Repeat, SelfJudge, Trigger, TriggerState, any_of
 from ..views import ViewSource
@@ -52,7 +52,7 @@ async def choose_on_map(
     if len(cands) == 1:
         return cands[0], "single"
     options = [Option(i, click(p.x, p.y), True) for i, p in enumerate(cands, start=1)]
-    image = draw_landmarks(screenshot, cands, [str(o.number) for o in options], scale=star_scale)
+    image = draw_stars(screenshot, cands, [str(o.number) for o in options], scale=star_scale)
     query = Query(instruction)
     for attempt in range(1 + retries):
         kind = "choose" if attempt == 0 else f"choose-retry{attempt}"
@@ -178,7 +178,7 @@ class Triggered:
         proposed = baseline if baseline is not None and baseline.point is not None else None
         state = TriggerState(proposed, list(self.recent), self.last_effect)
         if "self-judge" in self.triggers and proposed is not None:
-            image = draw_landmarks(screenshot, [proposed.point], [""], scale=self.star_scale)
+            image = draw_stars(screenshot, [proposed.point], [""], scale=self.star_scale)
             reply = await ledger.call("judge", image, model.judge(image, Query(instruction), proposed.point))
             state.verdict = reply.verdict if reply is not None and reply.verdict else Verdict.UNKNOWN
         fired = "always" if "always" in self.triggers else any_of(self._checks, state)

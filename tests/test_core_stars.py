@@ -9,8 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image, ImageDraw, ImageFont
 
-from regionfocus import Box, Point, draw_boxes, draw_landmarks
-from regionfocus.landmarks import STAR_FILL, label_layout, label_px, landmark_extent, star_radius
+from regionfocus import Box, Point, draw_boxes, draw_stars
+from regionfocus.stars import STAR_FILL, label_layout, label_px, star_extent, star_radius
 
 UHD = (3840, 2160)
 WHITE = (255, 255, 255)
@@ -70,7 +70,7 @@ def test_default_size_close_to_the_released_code_at_4k():
     assert star_radius((3840, 1080)) == 20  # the long side decides
     # Label glyphs, measured on the drawn image: the white pixels inside the tag.
     img = Image.new("RGB", UHD, (40, 40, 40))
-    out = draw_landmarks(img, [Point(1000, 1000)], ["8"])
+    out = draw_stars(img, [Point(1000, 1000)], ["8"])
     (tag,) = label_layout(UHD, [Point(1000, 1000)], ["8"])
     a = np.asarray(out)[int(tag.top) : int(tag.bottom), int(tag.left) : int(tag.right)]
     rows = np.nonzero((a.min(-1) > 200).any(1))[0]
@@ -95,7 +95,7 @@ def test_scale_multiplies_star_and_label():
     img = Image.new("RGB", (3840, 400), "white")  # the long side sets the size
     spans = []
     for s in (0.5, 1.0, 2.0):
-        ys, xs = np.nonzero(pink_mask(draw_landmarks(img, [Point(1500, 200)], [""], scale=s)))
+        ys, xs = np.nonzero(pink_mask(draw_stars(img, [Point(1500, 200)], [""], scale=s)))
         spans.append(xs.max() - xs.min())
     assert spans[0] < spans[1] < spans[2]
     assert abs(spans[1] - 40) <= 3 and abs(spans[2] - 80) <= 4
@@ -110,12 +110,12 @@ def test_scale_multiplies_star_and_label():
 def test_input_untouched_and_copy_returned():
     img = Image.new("RGB", (800, 600), (240, 240, 240))
     before = img.tobytes()
-    out = draw_landmarks(img, [Point(100, 100), Point(110, 105)])
+    out = draw_stars(img, [Point(100, 100), Point(110, 105)])
     assert img.tobytes() == before and out is not img
     assert pink_mask(out).sum() > 50
     rgba = Image.new("RGBA", (300, 200), (10, 20, 30, 255))
     before = rgba.tobytes()
-    out = draw_landmarks(rgba, [Point(100, 100)])
+    out = draw_stars(rgba, [Point(100, 100)])
     assert rgba.tobytes() == before and out.mode == "RGB"
 
 
@@ -124,7 +124,7 @@ def test_the_pixel_at_each_point_is_a_white_dot_ringed_in_pink(size):
     cx, cy = size[0] // 3, size[1] // 3
     pts = [Point(cx + dx, cy + dy) for dx, dy in [(0, 0), (7, 3), (14, -5), (20, 12), (3, 18), (25, 25)]]
     pts += [Point(0, 0), Point(size[0] - 1, size[1] - 1), Point(cx + 40.6, cy + 60.4)]
-    out = np.asarray(draw_landmarks(busy(size), pts))
+    out = np.asarray(draw_stars(busy(size), pts))
     m = pink_mask(Image.fromarray(out))
     for p in pts:
         x, y = int(p.x), int(p.y)
@@ -138,7 +138,7 @@ def test_star_is_an_opaque_outline_over_a_translucent_body():
     img = Image.new("RGB", UHD, "white")
     ImageDraw.Draw(img).rectangle((1000, 980, 1100, 1020), fill=(0, 0, 0))  # a dark element
     p = Point(1000, 1000)
-    out = np.asarray(draw_landmarks(img, [p], [""])).astype(int)
+    out = np.asarray(draw_stars(img, [p], [""])).astype(int)
     r = star_radius(UHD)
     # Along the vertical through the top tip: an opaque pink outline at least 2 px thick.
     column = out[1000 - r - 2 : 1000, 1000]
@@ -153,20 +153,20 @@ def test_star_is_an_opaque_outline_over_a_translucent_body():
 
 def test_labels_default_to_numbers_and_length_checked():
     img = Image.new("RGB", (400, 300), "white")
-    a = draw_landmarks(img, [Point(50, 50), Point(300, 200)])
-    b = draw_landmarks(img, [Point(50, 50), Point(300, 200)], ["1", "2"])
+    a = draw_stars(img, [Point(50, 50), Point(300, 200)])
+    b = draw_stars(img, [Point(50, 50), Point(300, 200)], ["1", "2"])
     assert a.tobytes() == b.tobytes()
     with pytest.raises(ValueError, match="labels"):
-        draw_landmarks(img, [Point(1, 1)], ["1", "2"])
+        draw_stars(img, [Point(1, 1)], ["1", "2"])
     with pytest.raises(ValueError, match="labels"):
         label_layout(img.size, [Point(1, 1)], [])
-    assert draw_landmarks(img, []).tobytes() == img.tobytes()
+    assert draw_stars(img, []).tobytes() == img.tobytes()
 
 
 def test_empty_label_draws_no_tag():
     img = Image.new("RGB", (3840, 1200), "white")
     assert label_layout(img.size, [Point(900, 900)], [""]) == [None]
-    m = pink_mask(draw_landmarks(img, [Point(900, 900)], [""]))
+    m = pink_mask(draw_stars(img, [Point(900, 900)], [""]))
     ys, xs = np.nonzero(m)
     r = star_radius(UHD)
     assert xs.min() >= 900 - r - 1 and xs.max() <= 900 + r + 1 and ys.max() <= 900 + r + 1
@@ -175,7 +175,7 @@ def test_empty_label_draws_no_tag():
 def test_tag_background_is_the_star_colour():
     img = Image.new("RGB", UHD, "white")
     pts = [Point(500, 500), Point(2000, 1200)]
-    out = np.asarray(draw_landmarks(img, pts, ["1", "12"]))
+    out = np.asarray(draw_stars(img, pts, ["1", "12"]))
     for t in label_layout(UHD, pts, ["1", "12"]):
         a = out[int(t.top) : int(t.bottom), int(t.left) : int(t.right)]
         assert (a == np.array(STAR_FILL)).all(-1).mean() > 0.5
@@ -223,7 +223,7 @@ def test_far_tags_get_a_leader_line():
     t = tags[-1]
     far = Point(min(max(c.x, t.left), t.right), min(max(c.y, t.top), t.bottom))
     assert far.distance(c) > 3 * r
-    out = np.asarray(draw_landmarks(Image.new("RGB", UHD, "white"), pts)).astype(int)
+    out = np.asarray(draw_stars(Image.new("RGB", UHD, "white"), pts)).astype(int)
     # Between the outer stars and the tag, the line is the only pink there.
     u = (far.x - c.x) / far.distance(c), (far.y - c.y) / far.distance(c)
     d = far.distance(c) - 4
@@ -241,7 +241,7 @@ def test_no_room_nearby_goes_to_the_nearest_free_place_anywhere():
     tags = assert_clean_layout(size, grid, labels)
     (t,) = [t for t in tags if t is not None]
     assert t.top > max(p.y for p in grid) + r
-    out = np.asarray(draw_landmarks(Image.new("RGB", size, "white"), grid, labels))
+    out = np.asarray(draw_stars(Image.new("RGB", size, "white"), grid, labels))
     x = int(c.x)
     assert pink_mask(Image.fromarray(out[int(c.y) + r + 2 : int(t.top), x - 3 : x + 4])).any(0).any()
 
@@ -251,7 +251,7 @@ def test_no_room_at_all_still_draws_inside_the_image():
     pts = [Point(x, y) for y in range(0, 80, 16) for x in range(0, 120, 16)]
     tags = label_layout(size, pts)
     assert all(0 <= t.left and t.right <= 120 and 0 <= t.top and t.bottom <= 80 for t in tags)
-    draw_landmarks(Image.new("RGB", (12, 10)), [Point(5, 5)], ["123"])  # tag larger than image
+    draw_stars(Image.new("RGB", (12, 10)), [Point(5, 5)], ["123"])  # tag larger than image
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -279,16 +279,16 @@ def test_layout_property_random_points(size, rel, spread, scale):
 
 @pytest.mark.parametrize("size", [UHD, (500, 400)])
 def test_every_changed_pixel_lies_in_the_extents(size):
-    """``landmark_extent`` bounds the drawing, leader lines and far tags included."""
+    """``star_extent`` bounds the drawing, leader lines and far tags included."""
     img = busy(size, 2)
     r = star_radius(size)
     c = Point(size[0] / 2, size[1] / 2)
     ring = [Point(c.x + 2.2 * r * dx, c.y + 2.2 * r * dy) for dx in (-1, 0, 1) for dy in (-1, 0, 1)]
     pts = [p for p in ring if p != c] + [c, Point(0, 0), Point(size[0] - 0.5, 3.2)]
     labels = [str(i + 1) for i in range(len(pts) - 1)] + [""]
-    changed = np.asarray(draw_landmarks(img, pts, labels)) != np.asarray(img)
+    changed = np.asarray(draw_stars(img, pts, labels)) != np.asarray(img)
     inside = np.zeros(changed.shape[:2], bool)
-    for b in landmark_extent(size, pts, labels):
+    for b in star_extent(size, pts, labels):
         inside[max(0, int(b.top)) : int(b.bottom) + 1, max(0, int(b.left)) : int(b.right) + 1] = True
     assert changed.any() and not (changed.any(-1) & ~inside).any()
 
@@ -296,7 +296,7 @@ def test_every_changed_pixel_lies_in_the_extents(size):
 def test_layout_is_what_gets_drawn():
     img = Image.new("RGB", (900, 700), "white")
     pts = [Point(400 + 9 * i, 300 + 5 * (i % 3)) for i in range(6)]
-    out = np.asarray(draw_landmarks(img, pts))
+    out = np.asarray(draw_stars(img, pts))
     for t in label_layout(img.size, pts):
         a = out[int(t.top) : int(t.bottom), int(t.left) : int(t.right)]
         assert (a == np.array(STAR_FILL)).all(-1).mean() > 0.5
@@ -316,7 +316,7 @@ def test_labels_legible_at_4k_to_the_real_ocr_engine():
     pts = [Point(rng.randrange(100, 3700), rng.randrange(100, 2000)) for _ in range(5)]
     pts += [Point(2000 + dx, 1000 + dy) for dx, dy in [(0, 0), (25, 10), (10, 35), (40, 40)]]
     labels = [str(i + 1) for i in range(9)]
-    out = draw_landmarks(img, pts, labels)
+    out = draw_stars(img, pts, labels)
     tags = label_layout(UHD, pts, labels)
     # One OCR pass over a 3x3 sheet of the crops (one pass per crop costs ~10x the CPU).
     margin, cw, ch = 2, 120, 90

@@ -13,7 +13,7 @@ it does not hide what it marks:
   the released code's default bitmap font is about 8 px), placed where it overlaps no other
   tag and no star, inside the image; a tag pushed away from its star gets a thin leader line.
 
-:func:`label_layout` is the placement as pure geometry; :func:`draw_landmarks` draws it.
+:func:`label_layout` is the placement as pure geometry; :func:`draw_stars` draws it.
 """
 
 from __future__ import annotations
@@ -258,7 +258,7 @@ def _labels(points: Sequence[Point], labels: Sequence[str] | None) -> list[str]:
 def label_layout(
     size: tuple[int, int], points: Sequence[Point], labels: Sequence[str] | None = None, scale: float = 1.0
 ) -> list[Box | None]:
-    """Where :func:`draw_landmarks` puts each number tag, as boxes in screenshot pixels.
+    """Where :func:`draw_stars` puts each number tag, as boxes in screenshot pixels.
 
     One entry per point, ``None`` for an empty label (no tag). A tag covers the pixels
     ``[left, right) x [top, bottom)``. Tags are placed greedily in the order of the points:
@@ -272,10 +272,10 @@ def label_layout(
     return [None if t is None else t.box for t in _layout(size, points, _labels(points, labels), style)]
 
 
-def landmark_extent(
+def star_extent(
     size: tuple[int, int], points: Sequence[Point], labels: Sequence[str] | None = None, scale: float = 1.0
 ) -> list[Box]:
-    """For each point, a box holding every pixel :func:`draw_landmarks` may change for it: its
+    """For each point, a box holding every pixel :func:`draw_stars` may change for it: its
     star, its tag and the leader line between them (screenshot pixels, may reach past the
     image's edges). Code that compares a starred image with the clean one should look inside
     these boxes rather than assume a fixed distance from the point: a crowded tag can sit far
@@ -326,7 +326,7 @@ def _nearest(box: Box, points: Sequence[Point]) -> int:
     return min(range(len(points)), key=lambda i: dist(points[i]))
 
 
-def draw_landmarks(
+def draw_stars(
     image: Image.Image,
     points: Sequence[Point],
     labels: Sequence[str] | None = None,
@@ -350,7 +350,7 @@ def draw_landmarks(
     copy the caller owns), saving a full-image copy. ``origin``/``frame``: ``image`` is the crop
     at ``origin`` of an image of size ``frame`` and ``points`` are in the frame's pixels: the
     stars and tags are sized and laid out for the whole frame and the part inside the crop is
-    drawn, pixel for pixel as on the whole image (see :func:`landmark_extent` for the crop).
+    drawn, pixel for pixel as on the whole image (see :func:`star_extent` for the crop).
     """
     names = _labels(points, labels)
     if in_place and image.mode == "RGB":
@@ -430,7 +430,7 @@ async def mark_for_model(
     annotate = getattr(model, "annotate", None)
     if callable(annotate):
         return await annotate(image, points, labels, scale=scale)
-    return draw_landmarks(image, points, labels, scale=scale)
+    return draw_stars(image, points, labels, scale=scale)
 
 
 def draw_boxes(image: Image.Image, boxes: Sequence[Box]) -> Image.Image:
