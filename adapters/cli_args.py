@@ -168,3 +168,38 @@ def request_identity(model: GroundingModel) -> dict:
         local = getattr(backend, "local", None)
         out["transport"] = "data-url" if local is None else f"local-{local.image_format}"
     return out
+
+
+def add_reasoning_arguments(parser: argparse.ArgumentParser) -> None:
+    """--reasoning and --coat-parts: Chain-of-Action-Thought around the agent (any harness
+    whose agent works over steps)."""
+    g = parser.add_argument_group("reasoning")
+    g.add_argument(
+        "--reasoning",
+        choices=("none", "coat"),
+        default="none",
+        help="coat: Chain-of-Action-Thought (Android in the Zoo): each answer writes the screen "
+        "description, the previous action's result, an action think and the next action's "
+        "description before its action, and the history carries them instead of a bare list of "
+        "actions; for screen-text and any VLM agent (default none)",
+    )
+    g.add_argument(
+        "--coat-parts",
+        metavar="PARTS",
+        help="with --reasoning coat: the parts written and carried, a comma list of sd, par, at, ad "
+        "(default all four; fewer for the paper's ablation)",
+    )
+
+
+def coat_from_args(args: argparse.Namespace):
+    """The CoatConfig of --reasoning coat [--coat-parts], or None. Raises ValueError."""
+    if args.reasoning != "coat":
+        if args.coat_parts:
+            raise ValueError("--coat-parts needs --reasoning coat")
+        return None
+    from .coat import CoatConfig
+
+    try:
+        return CoatConfig.parse(args.coat_parts or "all")
+    except ValueError as e:
+        raise ValueError(f"--coat-parts: {e}") from None

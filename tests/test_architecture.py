@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGES = ("regionfocus", "adapters", "screenspot_pro", "webvoyager")  # the folders (= layers)
+PACKAGES = ("regionfocus", "adapters", "screenspot_pro", "webvoyager", "aitz")  # the folders (= layers)
 PREFIX = "regionfocus"  # the import name every folder installs under
 # package -> the packages of ours it may import (itself always)
 ALLOWED = {
@@ -27,6 +27,7 @@ ALLOWED = {
     "adapters": {"regionfocus"},
     "screenspot_pro": {"regionfocus", "adapters"},
     "webvoyager": {"regionfocus", "adapters"},
+    "aitz": {"regionfocus", "adapters"},
 }
 
 

@@ -18,8 +18,7 @@ from regionfocus.adapters.coat import (
     coat_instructions,
     parse_coat,
 )
-from regionfocus.geometry import Box, Point
-from regionfocus.webvoyager.aitz import (
+from regionfocus.aitz import (
     AitzError,
     Prediction,
     coat_history,
@@ -29,6 +28,7 @@ from regionfocus.webvoyager.aitz import (
     match_step,
     score,
 )
+from regionfocus.geometry import Box, Point
 
 # ---------------------------------------------------------------------------- CoAT
 

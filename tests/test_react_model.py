@@ -16,7 +16,7 @@ from PIL import Image, ImageDraw, ImageFont
 
 from regionfocus.actions import Action, ActionType
 from regionfocus.adapters.backend import ChatResponse
-from regionfocus.adapters.cli_args import build_model, text_only_config
+from regionfocus.adapters.cli_args import build_model, coat_from_args, text_only_config
 from regionfocus.adapters.coat import CoatConfig
 from regionfocus.adapters.coat_model import CoatModel
 from regionfocus.adapters.qwen import Qwen25Adapter
@@ -25,7 +25,7 @@ from regionfocus.config import RegionFocusConfig
 from regionfocus.geometry import Box, Point, ViewTransform
 from regionfocus.model import Option, Query, Turn
 from regionfocus.orchestrator import RegionFocus
-from regionfocus.webvoyager.cli import build_parser, coat_from_args
+from regionfocus.webvoyager.cli import build_parser
 
 
 class Scripted:

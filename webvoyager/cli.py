@@ -54,7 +54,7 @@ def default_viewport(agent: str) -> tuple[int, int]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from regionfocus.adapters.cli_args import add_agent_arguments
+    from regionfocus.adapters.cli_args import add_agent_arguments, add_reasoning_arguments
 
     p = argparse.ArgumentParser(
         prog="regionfocus webvoyager",
@@ -154,21 +154,6 @@ def build_parser() -> argparse.ArgumentParser:
         "grounds the task's instruction through the browser's true zoom where it crops)",
     )
     g.add_argument(
-        "--reasoning",
-        choices=("none", "coat"),
-        default="none",
-        help="coat: Chain-of-Action-Thought (Android in the Zoo): each answer writes the screen "
-        "description, the previous action's result, an action think and the next action's "
-        "description before its action, and the history carries them instead of a bare list of "
-        "actions; for screen-text and any VLM agent (default none)",
-    )
-    g.add_argument(
-        "--coat-parts",
-        metavar="PARTS",
-        help="with --reasoning coat: the parts written and carried, a comma list of sd, par, at, ad "
-        "(default all four; fewer for the paper's ablation)",
-    )
-    g.add_argument(
         "--a11y-phases",
         metavar="P,P",
         help="the A11y-Compressor phases a compressed observation applies, for the paper's ablation "
@@ -182,6 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     g.add_argument("-v", "--verbose", action="store_true", help="log each task's problems")
     add_agent_arguments(p)
+    add_reasoning_arguments(p)
     add_regionfocus_arguments(p)
     return p
 
@@ -209,20 +195,6 @@ def reads_tree(args: argparse.Namespace, rf_config) -> bool:
         or rf_config.proposer == "a11y"
         or rf_config.no_target_trigger
     )
-
-
-def coat_from_args(args: argparse.Namespace):
-    """The CoatConfig of --reasoning coat [--coat-parts], or None. Raises ValueError."""
-    if args.reasoning != "coat":
-        if args.coat_parts:
-            raise ValueError("--coat-parts needs --reasoning coat")
-        return None
-    from regionfocus.adapters.coat import CoatConfig
-
-    try:
-        return CoatConfig.parse(args.coat_parts or "all")
-    except ValueError as e:
-        raise ValueError(f"--coat-parts: {e}") from None
 
 
 def model_origins(base_urls: list[str]) -> tuple[str, ...]:
@@ -272,7 +244,7 @@ def run_main(argv: list[str]) -> int:
         task_zoom = args.task_zoom if args.task_zoom is not None else miniwob.DEFAULT_ZOOM
         if not 0.25 <= task_zoom <= 8:
             raise ValueError(f"--task-zoom must be in [0.25, 8], got {task_zoom}")
-        from regionfocus.adapters.cli_args import text_only_config
+        from regionfocus.adapters.cli_args import coat_from_args, text_only_config
 
         rf_config = text_only_config(args.agent, config_from_args(args))
         phases = _a11y_phases(args.a11y_phases)

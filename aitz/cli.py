@@ -1,0 +1,190 @@
+"""`regionfocus aitz`: score AITZ predictions, or run an agent over AITZ episodes.
+
+Exit codes: 0 done, 2 bad input (a message naming it, no traceback), 130 interrupted (the run
+folder stays resumable: rerun the same command).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+from regionfocus.model import GroundingModel
+
+PROG = "regionfocus aitz"
+
+DESCRIPTION = """\
+Android in the Zoo (AITZ) with the CoAT paper's action matching: atomic accuracy per action
+type, the format hit rate, and per episode success and goal progress.
+
+  regionfocus aitz score DATA PREDICTIONS.jsonl
+      score a predictions file: one JSON line per step,
+      {"episode_id": "...", "step_id": 0, "prediction": {"type": "click", "point": [x, y]}}
+      (types click, scroll, type, press, stop; points in image pixels; "type": null for an
+      unreadable answer; a step without a line counts as unanswered)
+
+  regionfocus aitz run DATA --agent qwen2.5-vl --base-url URL --model NAME [--reasoning coat]
+      ask an agent for every step, with the gold history before it (teacher forcing, as the
+      paper evaluates); writes records.jsonl, predictions.jsonl and summary.md to --out and
+      resumes when rerun
+
+DATA: a folder of AITZ episode files (the released layout; images beside them or under DATA).
+"""
+
+
+class _UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of exiting, so main() owns the exit codes."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise _UsageError(f"{self.prog}: {message}")
+
+
+def score_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog=f"{PROG} score", description="Score a predictions file against AITZ episodes.")
+    p.add_argument("data", metavar="DATA", help="folder of AITZ episode files")
+    p.add_argument("predictions", metavar="PREDICTIONS", help="JSON Lines, one step each (see `aitz --help`)")
+    p.add_argument(
+        "--empty-text-matches",
+        action="store_true",
+        help="the official evaluator's rule: an empty typed text matches any gold text",
+    )
+    return p
+
+
+def run_parser() -> argparse.ArgumentParser:
+    from regionfocus.adapters.cli_args import add_agent_arguments, add_reasoning_arguments
+
+    p = _Parser(prog=f"{PROG} run", description="Run an agent over AITZ episodes (teacher-forced).")
+    p.add_argument("data", metavar="DATA", help="folder of AITZ episode files")
+    p.add_argument("--out", metavar="RUN_DIR", help="run folder (default: runs/aitz-<agent>)")
+    p.add_argument("--limit", type=int, metavar="N", help="the first N episodes (in file order)")
+    p.add_argument("--concurrency", type=int, default=4, metavar="N", help="episodes in flight (default 4)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--retry-errors", action="store_true", help="on resume, rerun episodes recorded as errors or partial"
+    )
+    add_agent_arguments(p)
+    add_reasoning_arguments(p)
+    return p
+
+
+def cmd_score(argv: list[str]) -> int:
+    from .episodes import load_aitz
+    from .scoring import read_predictions, score
+
+    args = score_parser().parse_args(argv)
+    episodes = load_aitz(args.data)
+    predictions = read_predictions(args.predictions)
+    known = {(st.episode_id, st.step_id) for ep in episodes for st in ep.steps}
+    stray = sorted(set(predictions) - known)
+    if stray:
+        print(f"{len(stray)} prediction(s) name no step of {args.data}, e.g. {stray[0]}", file=sys.stderr)
+    print(score(episodes, predictions, empty_text_matches=args.empty_text_matches).table())
+    return 0
+
+
+def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
+    from regionfocus.adapters.cli_args import build_model, coat_from_args, request_identity
+    from regionfocus.runlog import RunFolder, atomic_write_text
+
+    from .episodes import load_aitz
+    from .runner import run_episodes
+    from .scoring import prediction_from_dict, score
+
+    args = run_parser().parse_args(argv)
+    if args.concurrency < 1:
+        raise ValueError(f"--concurrency must be >= 1, got {args.concurrency}")
+    coat = coat_from_args(args)
+    episodes = load_aitz(args.data)[: args.limit]
+    owned = model is None
+    if model is None:
+        model = build_model(args, concurrency=args.concurrency, coat=coat)
+    elif coat is not None:
+        from regionfocus.adapters.coat_model import CoatModel
+
+        model = CoatModel(model, coat)
+    out = Path(args.out or f"runs/aitz-{args.agent}")
+    identity = {
+        "data": str(Path(args.data).resolve()),
+        "agent": args.agent,
+        "model": args.model,
+        "backend": args.backend,
+        "temperature": args.temperature,
+        "reasoning": args.reasoning,
+        "coat_parts": coat.spec() if coat else None,
+        "request": request_identity(model),
+    }
+    print(f"{len(episodes)} episodes from {args.data} -> {out}", file=sys.stderr)
+
+    async def go() -> list[dict]:
+        try:
+            with RunFolder(out, identity, {"limit": args.limit}, retry_errors=args.retry_errors) as folder:
+                return await run_episodes(
+                    episodes,
+                    model,
+                    folder,
+                    coat=coat is not None,
+                    concurrency=args.concurrency,
+                    progress=False if args.no_progress else None,
+                )
+        finally:
+            closer = getattr(model, "aclose", None)
+            if owned and closer is not None:
+                await closer()
+
+    records = asyncio.run(go())
+    predictions = {
+        (r["id"], s["step_id"]): prediction_from_dict(s["prediction"], f"record {r['id']}")
+        for r in records
+        for s in r.get("steps", [])
+    }
+    lines = [
+        json.dumps({"episode_id": r["id"], "step_id": s["step_id"], "prediction": s["prediction"]})
+        for r in records
+        for s in r.get("steps", [])
+    ]
+    atomic_write_text(out / "predictions.jsonl", "".join(line + "\n" for line in lines))
+    table = score(episodes, predictions).table()
+    failed = [r for r in records if r["status"] != "ok"]
+    note = f"\n\n{len(failed)} episode(s) with failed calls (rerun with --retry-errors)." if failed else ""
+    atomic_write_text(out / "summary.md", f"# AITZ, {args.agent}\n\n```\n{table}\n```{note}\n")
+    print(table)
+    return 0
+
+
+def main(argv: list[str] | None = None, *, model: GroundingModel | None = None) -> int:
+    """score AITZ predictions or run an agent over AITZ episodes (CoAT's action matching)
+
+    ``model``: run this GroundingModel instead of the one the flags describe."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if not argv or argv[0] in ("-h", "--help"):
+            print(DESCRIPTION)
+            return 0
+        if argv[0] == "score":
+            return cmd_score(argv[1:])
+        if argv[0] == "run":
+            return cmd_run(argv[1:], model)
+        raise _UsageError(f"{PROG}: unknown command {argv[0]!r} (score or run)")
+    except KeyboardInterrupt:
+        print("\ninterrupted: finished episodes are saved; rerun the same command to resume", file=sys.stderr)
+        return 130
+    except _UsageError as e:
+        print(str(e), file=sys.stderr)
+        return 2
+    except SystemExit as e:  # --help
+        return int(e.code or 0) if not isinstance(e.code, str) else 2
+    except (ValueError, OSError) as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
