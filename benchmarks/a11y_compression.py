@@ -6,7 +6,7 @@ linearized against the paper's 22 % (Takeshita et al., §6.1: OSWorld, Qwen3-VL 
 detection precision and recall on the pages whose modal is known (element level: on-screen
 elements that say something, predicted modal vs marked with ``data-a11y-modal``).
 
-The corpus is webvoyager/a11y_corpus.py's: the project's own pages, MiniWoB++ task pages, and
+The corpus is benchmarks/a11y_corpus.py's: the project's own pages, MiniWoB++ task pages, and
 Debian documentation under /usr/share/doc (skipped with a note when not installed). Real
 Chromium, offline.
 
@@ -19,7 +19,9 @@ import argparse
 import asyncio
 import sys
 
-from regionfocus.webvoyager.a11y_corpus import TOKENIZER, PageResult, run_corpus
+from regionfocus.webvoyager.tokens import TOKENIZER
+
+from .a11y_corpus import PageResult, run_corpus
 
 PAPER_RATIO = 0.22
 

@@ -11,6 +11,16 @@ import pytest
 import pytest_asyncio
 
 from benchmarks import a11y_compression
+from benchmarks.a11y_corpus import (
+    DOC_ROOT,
+    MARK,
+    OWN_PAGES,
+    PAGES_DIR,
+    StaticServer,
+    doc_pages,
+    measure,
+    snapshot_page,
+)
 from regionfocus.a11y import compress, hits_interactive, in_viewport, linearize
 from regionfocus.actions import Action, ActionType
 from regionfocus.adapters.a11y_agent import A11yAgent
@@ -21,19 +31,9 @@ from regionfocus.proposals_a11y import A11yProposer
 from regionfocus.triggers import NoTarget, TriggerState
 from regionfocus.webvoyager import miniwob
 from regionfocus.webvoyager.a11y_cli import a11y_command
-from regionfocus.webvoyager.a11y_corpus import (
-    DOC_ROOT,
-    MARK,
-    OWN_PAGES,
-    PAGES_DIR,
-    StaticServer,
-    count_tokens,
-    doc_pages,
-    measure,
-    snapshot_page,
-)
 from regionfocus.webvoyager.a11y_tree import snapshot
 from regionfocus.webvoyager.browser import Browser, EnvConfig
+from regionfocus.webvoyager.tokens import count_tokens
 
 pytestmark = [pytest.mark.slow]
 aio = pytest.mark.asyncio(loop_scope="module")

