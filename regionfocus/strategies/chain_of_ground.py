@@ -17,11 +17,10 @@ from collections.abc import Sequence
 
 from PIL import Image, ImageDraw
 
-from ..actions import Action
 from ..geometry import Point
 from ..model import GroundingModel
-from ..strategy import Ledger, StrategyResult, first_point, ground_full
-from ..views import ViewSource
+from ..strategy import first_point, ground_full
+from .base import Attempt, BaseStrategy
 
 MARK_RGB = (230, 20, 20)
 CIRCLE_HINT = (
@@ -48,10 +47,11 @@ def draw_mark(
     return Image.alpha_composite(base, overlay).convert("RGB")
 
 
-class ChainOfGround:
+class ChainOfGround(BaseStrategy):
     name = "chain-of-ground"
     paper = "issue text (Chain-of-Ground: circle then square marks, per-step models); no public code found"
     call_budget = "2 marked full screenshots"
+    crops = False  # marks drawn on the whole screenshot
     needs_sampling = False
     needs_planner = False
 
@@ -73,19 +73,9 @@ class ChainOfGround:
         self.circle_frac, self.square_frac = circle_frac, square_frac
         self.hints = (circle_hint, square_hint)
 
-    async def run(
-        self,
-        model: GroundingModel,
-        screenshot: Image.Image,
-        instruction: str,
-        baseline: Action | None,
-        *,
-        views: ViewSource | None = None,
-    ) -> StrategyResult:
-        ledger = Ledger(self.name, model, baseline)
+    async def search(self, attempt: Attempt) -> Point | None:
+        ledger, model, source, screenshot, instruction = attempt
         point = await first_point(ledger, model, screenshot, instruction)
-        if views is not None:
-            ledger.note("views ignored: Chain-of-Ground never crops")
         long_side = max(screenshot.size)
         steps = (("circle", self.circle_frac * long_side), ("square", self.square_frac * long_side / 2))
         for i, ((shape, radius), hint) in enumerate(zip(steps, self.hints, strict=True)):
@@ -104,4 +94,4 @@ class ChainOfGround:
                 break
             point = new
         ledger.model = model
-        return ledger.finish(point)
+        return point

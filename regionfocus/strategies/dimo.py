@@ -17,28 +17,21 @@ from __future__ import annotations
 
 import asyncio
 
-from PIL import Image
-
-from ..actions import Action
 from ..geometry import Point
-from ..model import GroundingModel
 from ..strategy import (
-    Ledger,
-    StrategyResult,
     box_inside,
     full_box,
     ground_full,
     ground_view,
-    view_source,
 )
-from ..views import ViewSource
+from .base import Attempt, BaseStrategy
 from .compose import choose_on_map
 
 TEXT_HINT = "The target is a text element (a word, label or line of text)."
 ICON_HINT = "The target is an icon or other graphical element, not text."
 
 
-class DiMoGUI:
+class DiMoGUI(BaseStrategy):
     name = "dimo-gui"
     paper = "Wu et al. 2025, DiMo-GUI (arXiv:2507.00008)"
     call_budget = "2 branches x (1 + up to 5 crops) + 1 choice"
@@ -91,17 +84,8 @@ class DiMoGUI:
                 break
         return point
 
-    async def run(
-        self,
-        model: GroundingModel,
-        screenshot: Image.Image,
-        instruction: str,
-        baseline: Action | None,
-        *,
-        views: ViewSource | None = None,
-    ) -> StrategyResult:
-        ledger = Ledger(self.name, model, baseline)
-        source = view_source(model, screenshot, views, self.zoom)
+    async def search(self, attempt: Attempt) -> Point | None:
+        ledger, model, source, screenshot, instruction = attempt
         text_point, icon_point = await asyncio.gather(
             self._branch(ledger, model, source, screenshot, instruction, "text"),
             self._branch(ledger, model, source, screenshot, instruction, "icon"),
@@ -111,4 +95,4 @@ class DiMoGUI:
             ledger, model, screenshot, instruction, [text_point, icon_point], merge_radius=self.merge_radius
         )
         ledger.step(stage="pick", method=method, point=point)
-        return ledger.finish(point)
+        return point

@@ -9,13 +9,9 @@ stops early when the view would fall below ``min_side`` pixels on a side.
 
 from __future__ import annotations
 
-from PIL import Image
-
-from ..actions import Action
 from ..geometry import Box, Point
-from ..model import GroundingModel
-from ..strategy import Ledger, StrategyResult, first_point, refine_in_crops, view_source
-from ..views import ViewSource
+from ..strategy import first_point, refine_in_crops
+from .base import Attempt, BaseStrategy
 
 
 def quadrant(view: Box, point: Point) -> Box:
@@ -26,7 +22,7 @@ def quadrant(view: Box, point: Point) -> Box:
     return Box(left, top, right, bottom)
 
 
-class IterativeFocusing:
+class IterativeFocusing(BaseStrategy):
     name = "iterative-focusing"
     paper = "issue text (2x2 quadrant focusing); no public code found"
     call_budget = "rounds (3) quadrant crops"
@@ -38,17 +34,8 @@ class IterativeFocusing:
             raise ValueError(f"iterative-focusing: rounds must be >= 1, got {rounds}")
         self.rounds, self.min_side, self.zoom = rounds, min_side, zoom
 
-    async def run(
-        self,
-        model: GroundingModel,
-        screenshot: Image.Image,
-        instruction: str,
-        baseline: Action | None,
-        *,
-        views: ViewSource | None = None,
-    ) -> StrategyResult:
-        ledger = Ledger(self.name, model, baseline)
-        source = view_source(model, screenshot, views, self.zoom)
+    async def search(self, attempt: Attempt) -> Point | None:
+        ledger, model, source, screenshot, instruction = attempt
         point = await first_point(ledger, model, screenshot, instruction)
 
         def next_crop(view: Box, point: Point, r: int) -> Box | None:
@@ -61,4 +48,4 @@ class IterativeFocusing:
         point = await refine_in_crops(
             ledger, model, source, screenshot, instruction, self.zoom, point, self.rounds, next_crop, "focus"
         )
-        return ledger.finish(point)
+        return point

@@ -17,13 +17,9 @@ from __future__ import annotations
 
 import cv2
 import numpy as np
-from PIL import Image
 
-from ..actions import Action
 from ..geometry import Box, Point
-from ..model import GroundingModel
-from ..strategy import Ledger, StrategyResult
-from ..views import ViewSource
+from .base import Attempt, BaseStrategy
 from .sampling import draw_samples, point_box
 
 
@@ -53,7 +49,7 @@ def region_vote(boxes: list[Box], size: tuple[int, int]) -> tuple[Point | None, 
     return best.center, best, top, [b.center for b in boxes_out]
 
 
-class GuiRC:
+class GuiRC(BaseStrategy):
     name = "gui-rc"
     paper = "GUI-RC: Test-Time RL for GUI Grounding via Region Consistency (ZJU-REAL 2025)"
     call_budget = "1 request with n (64) samples"
@@ -67,16 +63,8 @@ class GuiRC:
             )
         self.n, self.temperature, self.box_side = n, temperature, box_side
 
-    async def run(
-        self,
-        model: GroundingModel,
-        screenshot: Image.Image,
-        instruction: str,
-        baseline: Action | None,
-        *,
-        views: ViewSource | None = None,
-    ) -> StrategyResult:
-        ledger = Ledger(self.name, model, baseline)
+    async def search(self, attempt: Attempt) -> Point | None:
+        ledger, model, source, screenshot, instruction = attempt
         drawn = await draw_samples(ledger, model, screenshot, instruction, self.n, self.temperature)
         boxes = [
             b if b is not None else point_box(p, self.box_side, screenshot.size)
@@ -87,4 +75,4 @@ class GuiRC:
         ledger.step(
             samples=drawn.points, region=region, votes=votes, point=point, degenerate=drawn.degenerate
         )
-        return ledger.finish(point)
+        return point

@@ -13,13 +13,9 @@ px, or after ``max_steps`` (30) steps. The final point is the last one found.
 
 from __future__ import annotations
 
-from PIL import Image
-
-from ..actions import Action
 from ..geometry import Box, Point
-from ..model import GroundingModel
-from ..strategy import Ledger, StrategyResult, clip_box, first_point, full_box, ground_view, view_source
-from ..views import ViewSource
+from ..strategy import clip_box, first_point, full_box, ground_view
+from .base import Attempt, BaseStrategy
 
 
 def trim_away(roi: Box, point: Point, frac: float) -> Box:
@@ -44,7 +40,7 @@ def widen(roi: Box, frac: float, size: tuple[int, int]) -> Box:
     return clip_box(Box(roi.left, roi.top - g, roi.right, roi.bottom + g), size)
 
 
-class MegaGuiZoom:
+class MegaGuiZoom(BaseStrategy):
     name = "mega-gui"
     paper = "issue text (MEGA-GUI stage 1: bidirectional ROI zoom); no public code found"
     call_budget = "until the ROI is <= 1000 px or 3 points agree (<= 30 crops)"
@@ -79,17 +75,8 @@ class MegaGuiZoom:
         mx, my = self.edge_frac * roi.width, self.edge_frac * roi.height
         return roi.left + mx <= p.x <= roi.right - mx and roi.top + my <= p.y <= roi.bottom - my
 
-    async def run(
-        self,
-        model: GroundingModel,
-        screenshot: Image.Image,
-        instruction: str,
-        baseline: Action | None,
-        *,
-        views: ViewSource | None = None,
-    ) -> StrategyResult:
-        ledger = Ledger(self.name, model, baseline)
-        source = view_source(model, screenshot, views, self.zoom)
+    async def search(self, attempt: Attempt) -> Point | None:
+        ledger, model, source, screenshot, instruction = attempt
         size = screenshot.size
         point = await first_point(ledger, model, screenshot, instruction)
         roi = full_box(size)
@@ -115,7 +102,7 @@ class MegaGuiZoom:
             if point is not None:
                 history.append(point)
         final = history[-1] if history else None
-        return ledger.finish(final)
+        return final
 
 
 def _agree(points: list[Point], radius: float) -> bool:

@@ -11,15 +11,12 @@ rounds is 3 in the issue; ``ratio``/``portrait_ratio``/``rounds``/``zoom`` are p
 
 from __future__ import annotations
 
-from PIL import Image
-
-from ..actions import Action
-from ..model import GroundingModel
-from ..strategy import Ledger, StrategyResult, box_inside, first_point, refine_in_crops, view_source
-from ..views import ViewSource
+from ..geometry import Point
+from ..strategy import box_inside, first_point, refine_in_crops
+from .base import Attempt, BaseStrategy
 
 
-class IterativeNarrowing:
+class IterativeNarrowing(BaseStrategy):
     name = "iterative-narrowing"
     paper = "Nguyen 2024, Improved GUI Grounding via Iterative Narrowing (arXiv:2411.13591)"
     call_budget = "rounds (3) crops"
@@ -40,17 +37,8 @@ class IterativeNarrowing:
                 raise ValueError(f"iterative-narrowing: ratios must be in (0, 1], got {r}")
         self.rounds, self.ratio, self.portrait_ratio, self.zoom = rounds, ratio, portrait_ratio, zoom
 
-    async def run(
-        self,
-        model: GroundingModel,
-        screenshot: Image.Image,
-        instruction: str,
-        baseline: Action | None,
-        *,
-        views: ViewSource | None = None,
-    ) -> StrategyResult:
-        ledger = Ledger(self.name, model, baseline)
-        source = view_source(model, screenshot, views, self.zoom)
+    async def search(self, attempt: Attempt) -> Point | None:
+        ledger, model, source, screenshot, instruction = attempt
         point = await first_point(ledger, model, screenshot, instruction)
         rx, ry = self.portrait_ratio if screenshot.width < screenshot.height else self.ratio
         point = await refine_in_crops(
@@ -65,4 +53,4 @@ class IterativeNarrowing:
             lambda view, point, r: box_inside(point, view.width * rx, view.height * ry, view),
             "narrow",
         )
-        return ledger.finish(point)
+        return point

@@ -8,15 +8,12 @@ inside the screenshot, and is the whole side where the screenshot is smaller; ``
 
 from __future__ import annotations
 
-from PIL import Image
-
-from ..actions import Action
-from ..model import GroundingModel
-from ..strategy import Ledger, StrategyResult, box_inside, first_point, full_box, ground_view, view_source
-from ..views import ViewSource
+from ..geometry import Point
+from ..strategy import box_inside, first_point, full_box, ground_view
+from .base import Attempt, BaseStrategy
 
 
-class ReGround:
+class ReGround(BaseStrategy):
     name = "reground"
     paper = "issue text (one 1024x1024 centre crop, re-ground once); no public code found"
     call_budget = "1 crop"
@@ -28,17 +25,8 @@ class ReGround:
             raise ValueError(f"reground: side must be > 0, got {side}")
         self.side, self.zoom = side, zoom
 
-    async def run(
-        self,
-        model: GroundingModel,
-        screenshot: Image.Image,
-        instruction: str,
-        baseline: Action | None,
-        *,
-        views: ViewSource | None = None,
-    ) -> StrategyResult:
-        ledger = Ledger(self.name, model, baseline)
-        source = view_source(model, screenshot, views, self.zoom)
+    async def search(self, attempt: Attempt) -> Point | None:
+        ledger, model, source, screenshot, instruction = attempt
         point = await first_point(ledger, model, screenshot, instruction)
         if point is not None:
             crop = box_inside(point, self.side, self.side, full_box(screenshot.size))
@@ -49,4 +37,4 @@ class ReGround:
             if new is None:
                 ledger.note("no point in the crop; the first point stands")
             point = new or point
-        return ledger.finish(point)
+        return point

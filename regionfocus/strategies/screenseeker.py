@@ -30,11 +30,10 @@ from dataclasses import dataclass
 
 from PIL import Image
 
-from ..actions import Action
 from ..geometry import Box, Point
 from ..model import GroundingModel, ModelReply
-from ..strategy import ChatModel, Ledger, StrategyResult, box_inside, full_box, ground_view, view_source
-from ..views import ViewSource
+from ..strategy import ChatModel, Ledger, box_inside, full_box, ground_view
+from .base import Attempt, BaseStrategy
 from .chain_of_ground import draw_mark
 
 PLAN_PROMPT = """Find where on this screenshot the UI element for the instruction below is.
@@ -106,7 +105,7 @@ class _Search:
     source: object
 
 
-class ScreenSeekeR:
+class ScreenSeekeR(BaseStrategy):
     name = "screenseeker"
     paper = "Li et al. 2025, ScreenSpot-Pro (arXiv:2504.07981), ScreenSeekeR"
     call_budget = "per level: 1 plan + 1 + refs groundings; at the leaf 1 grounding + 1 check"
@@ -131,27 +130,17 @@ class ScreenSeekeR:
         self.planner, self.max_depth, self.min_patch = planner, max_depth, tuple(min_patch)
         self.nms_iou, self.sigma, self.max_branches, self.zoom = nms_iou, sigma, max_branches, zoom
 
-    async def run(
-        self,
-        model: GroundingModel,
-        screenshot: Image.Image,
-        instruction: str,
-        baseline: Action | None,
-        *,
-        views: ViewSource | None = None,
-    ) -> StrategyResult:
-        ledger = Ledger(self.name, model, baseline)
+    async def search(self, attempt: Attempt) -> Point | None:
+        ledger, model, source, screenshot, instruction = attempt
         planner = self.planner if self.planner is not None else model
         if not isinstance(planner, ChatModel):
             ledger.note("no planner (the grounder cannot chat): direct grounding only, no check")
             planner = None
-        s = _Search(
-            ledger, model, planner, screenshot, instruction, view_source(model, screenshot, views, self.zoom)
-        )
+        s = _Search(ledger, model, planner, screenshot, instruction, source)
         point = await self._search(s, full_box(screenshot.size), 0)
         if point is None:
             ledger.note("the search found no checked target: the baseline stands")
-        return ledger.finish(point)
+        return point
 
     async def _chat(self, s: _Search, kind: str, image: Image.Image, text: str) -> ModelReply | None:
         return await s.ledger.call(kind, image, s.planner.chat(image, text), model=s.planner)

@@ -22,13 +22,9 @@ from __future__ import annotations
 import math
 from itertools import combinations
 
-from PIL import Image
-
-from ..actions import Action
 from ..geometry import Box, Point
-from ..model import GroundingModel
-from ..strategy import Ledger, StrategyResult, box_inside, full_box, ground_view, view_source
-from ..views import ViewSource
+from ..strategy import box_inside, full_box, ground_view
+from .base import Attempt, BaseStrategy
 from .sampling import draw_samples, point_box
 
 
@@ -64,7 +60,7 @@ def spread_sigma(boxes: list[Box]) -> tuple[Point, float]:
     return Point(mx, my), math.sqrt(max(var_x, var_y))
 
 
-class UIZoomer:
+class UIZoomer(BaseStrategy):
     name = "ui-zoomer"
     paper = "Tang, Chen et al. 2026, UI-Zoomer (arXiv:2604.14113)"
     call_budget = "1 request with n (8) samples + 1 crop when uncertain"
@@ -98,20 +94,12 @@ class UIZoomer:
         self.n, self.temperature, self.threshold, self.iou_weight = n, temperature, threshold, iou_weight
         self.box_side, self.k_sigma, self.min_side, self.zoom = box_side, k_sigma, min_side, zoom
 
-    async def run(
-        self,
-        model: GroundingModel,
-        screenshot: Image.Image,
-        instruction: str,
-        baseline: Action | None,
-        *,
-        views: ViewSource | None = None,
-    ) -> StrategyResult:
-        ledger = Ledger(self.name, model, baseline)
+    async def search(self, attempt: Attempt) -> Point | None:
+        ledger, model, source, screenshot, instruction = attempt
         size = screenshot.size
         drawn = await draw_samples(ledger, model, screenshot, instruction, self.n, self.temperature)
         if not drawn.points:
-            return ledger.finish(None)
+            return None
         boxes = [
             b if b is not None else point_box(p, self.box_side, size)
             for p, b in zip(drawn.points, drawn.boxes, strict=True)
@@ -132,13 +120,12 @@ class UIZoomer:
         step = {"samples": drawn.points, "consensus": consensus, "confidence": confidence, "score": score}
         if score >= self.threshold:
             ledger.step(**step, gate="accept", majority=point, votes=votes)
-            return ledger.finish(point)
+            return point
         centre, sigma = spread_sigma(boxes)
         side = max(self.min_side, 2 * self.k_sigma * sigma)
         crop = box_inside(centre, side, side, full_box(size))
-        source = view_source(model, screenshot, views, self.zoom)
         new, _ = await ground_view(ledger, model, source, screenshot, crop, instruction, self.zoom, "zoom")
         ledger.step(**step, gate="zoom", sigma=sigma, crop=crop, point=new)
         if new is None:
             ledger.note("no point in the zoomed crop: the majority answer stands")
-        return ledger.finish(new or point)
+        return new or point

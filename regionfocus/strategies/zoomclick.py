@@ -14,13 +14,9 @@ from __future__ import annotations
 
 import asyncio
 
-from PIL import Image
-
-from ..actions import Action
-from ..geometry import Box
-from ..model import GroundingModel
-from ..strategy import Ledger, StrategyResult, clip_box, first_point, ground_view, view_source
-from ..views import ViewSource
+from ..geometry import Box, Point
+from ..strategy import clip_box, first_point, ground_view
+from .base import Attempt, BaseStrategy
 
 
 def tiles_2x2(size: tuple[int, int]) -> list[Box]:
@@ -28,7 +24,7 @@ def tiles_2x2(size: tuple[int, int]) -> list[Box]:
     return [Box(x0, y0, x0 + w / 2, y0 + h / 2) for y0 in (0.0, h / 2) for x0 in (0.0, w / 2)]
 
 
-class ZoomClick:
+class ZoomClick(BaseStrategy):
     name = "zoomclick"
     paper = "issue text (ZoomClick: 2x2 pre-zoom, 0.5x shrinking, 768 px floor); no public code found"
     call_budget = "4 tiles + up to depth (3) crops"
@@ -56,17 +52,8 @@ class ZoomClick:
             zoom,
         )
 
-    async def run(
-        self,
-        model: GroundingModel,
-        screenshot: Image.Image,
-        instruction: str,
-        baseline: Action | None,
-        *,
-        views: ViewSource | None = None,
-    ) -> StrategyResult:
-        ledger = Ledger(self.name, model, baseline)
-        source = view_source(model, screenshot, views, self.zoom)
+    async def search(self, attempt: Attempt) -> Point | None:
+        ledger, model, source, screenshot, instruction = attempt
         size = screenshot.size
         full = await first_point(ledger, model, screenshot, instruction)
         tiles = tiles_2x2(size)
@@ -109,4 +96,4 @@ class ZoomClick:
                 ledger.note(f"step {d}: no point in the crop; the previous point stands")
                 break
             point = new
-        return ledger.finish(point)
+        return point
