@@ -5,6 +5,6 @@
 cheap: families load on first use.
 """
 
-from .registry import get_adapter, known_adapters, register_adapter
+from regionfocus.adapters.registry import get_adapter, known_adapters, register_adapter
 
 __all__ = ["get_adapter", "known_adapters", "register_adapter"]

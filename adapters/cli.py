@@ -9,8 +9,8 @@ import json
 import re
 import sys
 
-from .registry import VLM_FAMILIES, get_adapter
-from .serving import default_local_media_dir, serve_command
+from regionfocus.adapters.registry import VLM_FAMILIES, get_adapter
+from regionfocus.adapters.serving import default_local_media_dir, serve_command
 
 
 def _size(value: str) -> tuple[int, int]:
@@ -77,13 +77,13 @@ class _Capture:
     """A backend that records the body a real OpenAI-compatible request would carry."""
 
     def __init__(self, model: str):
-        from .backends.openai_http import OpenAIBackend
+        from regionfocus.adapters.backends.openai_http import OpenAIBackend
 
         self.http = OpenAIBackend(["http://127.0.0.1:8000/v1"], model)
         self.bodies: list[dict] = []
 
     async def complete(self, messages, **options):
-        from .backend import ChatResponse
+        from regionfocus.adapters.backends.base import ChatResponse
 
         self.bodies.append(self.http.request_body(messages, **options))
         return ChatResponse("")

@@ -96,9 +96,9 @@ def text_only_config(agent: str, config):
 
 def build_model(args: argparse.Namespace, concurrency: int = 1, coat=None) -> GroundingModel:
     """The GroundingModel the flags describe. Raises ValueError with the flag to fix.
-    ``coat``: a :class:`~regionfocus.adapters.coat.CoatConfig` to carry Chain-of-Action-Thought (the
-    screen-text agent's own support; any VLM agent wrapped by :class:`~regionfocus.adapters.coat_model.CoatModel`)."""
-    from . import get_adapter
+    ``coat``: a :class:`~regionfocus.adapters.reasoning.coat.CoatConfig` to carry Chain-of-Action-Thought (the
+    screen-text agent's own support; any VLM agent wrapped by :class:`~regionfocus.adapters.reasoning.coat_model.CoatModel`)."""
+    from regionfocus.adapters import get_adapter
 
     if coat is not None and args.agent in LOCAL_AGENTS:
         raise ValueError(f"--reasoning coat needs an LLM or VLM agent; --agent {args.agent} writes no text")
@@ -113,7 +113,7 @@ def build_model(args: argparse.Namespace, concurrency: int = 1, coat=None) -> Gr
             raise ValueError(
                 f"--backend hf needs --model pointing at a local model folder, got {args.model!r}"
             )
-        from .backends.transformers_local import TransformersBackend
+        from regionfocus.adapters.backends.transformers_local import TransformersBackend
 
         backend = TransformersBackend(args.model)
     else:
@@ -124,7 +124,7 @@ def build_model(args: argparse.Namespace, concurrency: int = 1, coat=None) -> Gr
             )
         if not args.model:
             raise ValueError("--model is required with --base-url: the model name the server serves")
-        from .backends.openai_http import OpenAIBackend
+        from regionfocus.adapters.backends.openai_http import OpenAIBackend
 
         backend = OpenAIBackend(
             base_urls=args.base_urls,
@@ -139,7 +139,7 @@ def build_model(args: argparse.Namespace, concurrency: int = 1, coat=None) -> Gr
         return get_adapter(args.agent, backend=backend, temperature=args.temperature, coat=coat)
     model = get_adapter(args.agent, backend=backend, temperature=args.temperature)
     if coat is not None:
-        from .coat_model import CoatModel
+        from regionfocus.adapters.reasoning.coat_model import CoatModel
 
         model = CoatModel(model, coat)
     return model
@@ -197,7 +197,7 @@ def coat_from_args(args: argparse.Namespace):
         if args.coat_parts:
             raise ValueError("--coat-parts needs --reasoning coat")
         return None
-    from .coat import CoatConfig
+    from regionfocus.adapters.reasoning.coat import CoatConfig
 
     try:
         return CoatConfig.parse(args.coat_parts or "all")

@@ -50,7 +50,9 @@ def describe_screen_command(argv: list[str]) -> int:
         p.error(f"no such image: {args.image}")
     except (UnidentifiedImageError, OSError) as e:
         p.error(f"cannot read {args.image} as an image: {e}")
-    from .screen_text import describe_screen  # onnxruntime loads only when a command needs it
+    from regionfocus.adapters.perception.screen_text import (
+        describe_screen,  # onnxruntime loads only when a command needs it
+    )
 
     screen = describe_screen(image, min_conf=args.min_conf, ignore=args.ignore)
     if args.json:

@@ -15,43 +15,43 @@ Factory = Callable[..., GroundingModel]
 
 
 def _uitars10(**options: Any) -> GroundingModel:
-    from .uitars import UiTars10Adapter
+    from regionfocus.adapters.families.uitars import UiTars10Adapter
 
     return UiTars10Adapter(**options)
 
 
 def _uitars15(**options: Any) -> GroundingModel:
-    from .uitars import UiTars15Adapter
+    from regionfocus.adapters.families.uitars import UiTars15Adapter
 
     return UiTars15Adapter(**options)
 
 
 def _qwen25(**options: Any) -> GroundingModel:
-    from .qwen import Qwen25Adapter
+    from regionfocus.adapters.families.qwen import Qwen25Adapter
 
     return Qwen25Adapter(**options)
 
 
 def _qwen3(**options: Any) -> GroundingModel:
-    from .qwen import Qwen3Adapter
+    from regionfocus.adapters.families.qwen import Qwen3Adapter
 
     return Qwen3Adapter(**options)
 
 
 def _ocr(**options: Any) -> GroundingModel:
-    from .ocr import OcrAgent
+    from regionfocus.adapters.agents.ocr import OcrAgent
 
     return OcrAgent(**options)
 
 
 def _a11y(**options: Any) -> GroundingModel:
-    from .a11y_agent import A11yAgent
+    from regionfocus.adapters.agents.a11y_agent import A11yAgent
 
     return A11yAgent(**options)
 
 
 def _screen_text(**options: Any) -> GroundingModel:
-    from .react_model import ReactModel
+    from regionfocus.adapters.agents.react_model import ReactModel
 
     return ReactModel(**options)
 

@@ -11,7 +11,7 @@ import os
 import shlex
 import tempfile
 
-from .registry import VLM_FAMILIES
+from regionfocus.adapters.registry import VLM_FAMILIES
 
 # The folder of the local transport: client files go in subfolders of it, and it is all the
 # server may read. A dedicated folder, never /dev/shm itself: a server allowed to read

@@ -107,7 +107,7 @@ def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
     if model is None:
         model = build_model(args, concurrency=args.concurrency, coat=coat)
     elif coat is not None:
-        from regionfocus.adapters.coat_model import CoatModel
+        from regionfocus.adapters.reasoning.coat_model import CoatModel
 
         model = CoatModel(model, coat)
     out = Path(args.out or f"runs/aitz-{args.agent}")

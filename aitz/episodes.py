@@ -25,7 +25,7 @@ from pathlib import Path
 
 from PIL import Image
 
-from regionfocus.adapters.coat import CoatHistory, CoatStep
+from regionfocus.adapters.reasoning.coat import CoatHistory, CoatStep
 from regionfocus.geometry import Box, Point
 
 SWIPE_DISTANCE = 0.04  # AITW _SWIPE_DISTANCE_THRESHOLD
@@ -180,7 +180,7 @@ def load_aitz(root: str | Path) -> list[AitzEpisode]:
 
 def coat_history(episode: AitzEpisode, upto: int) -> CoatHistory:
     """The gold CoAT chain before step ``upto`` (for teacher-forced evaluation): one
-    :class:`regionfocus.adapters.coat.CoatStep` per earlier step with its annotated description and result."""
+    :class:`regionfocus.adapters.reasoning.coat.CoatStep` per earlier step with its annotated description and result."""
     hist = CoatHistory()
     for st in episode.steps[:upto]:
         hist.append(

@@ -25,7 +25,7 @@ from regionfocus.runlog import RunFolder
 from .episodes import AitzEpisode, AitzStep, GoldAction
 from .scoring import from_action, match_step, prediction_to_dict
 
-# Labels the CoAT reader (regionfocus.adapters.coat.parse_coat) takes back from a turn's text.
+# Labels the CoAT reader (regionfocus.adapters.reasoning.coat.parse_coat) takes back from a turn's text.
 _COAT_LINES = (
     ("Screen description", "screen_description"),
     ("Previous action result", "previous_result"),

@@ -24,8 +24,8 @@ from PIL import Image
 
 from regionfocus import Point, Query, crop_view, draw_stars, fixed_ratio_boxes
 from regionfocus.adapters.backends.encoding import encode_data_url
+from regionfocus.adapters.families.resize import resize_for_model
 from regionfocus.adapters.registry import get_adapter
-from regionfocus.adapters.resize import resize_for_model
 from regionfocus.config import RegionFocusConfig
 
 from ._common import load_screens, parse_size, print_machine, print_table, timeit

@@ -3,7 +3,7 @@
 For the first screen of each (task, seed) episode: the page's visible interactive elements
 (button, input, select, textarea, a, MiniWoB++'s .alink, ARIA button/tab/menuitem/option/
 treeitem/link roles, onclick handlers; the instruction header left out) and the screen-to-text
-description of the screenshot (regionfocus.adapters.screen_text.describe_screen: rapidocr + the OpenCV
+description of the screenshot (regionfocus.adapters.perception.screen_text.describe_screen: rapidocr + the OpenCV
 detector). An element counts as named when some description entry's box centre lies inside it
 ("as control": the entry is a detected control, not a plain OCR line). Pooled per task family
 (variant suffixes removed) and overall. Real Chromium, offline, no model.

@@ -23,7 +23,7 @@ from benchmarks.a11y_corpus import (
 )
 from regionfocus.a11y import compress, hits_interactive, in_viewport, linearize
 from regionfocus.actions import Action, ActionType
-from regionfocus.adapters.a11y_agent import A11yAgent
+from regionfocus.adapters.agents.a11y_agent import A11yAgent
 from regionfocus.geometry import Point
 from regionfocus.model import Query
 from regionfocus.proposals import ProposalContext

@@ -27,7 +27,7 @@ from regionfocus.a11y import (
     structure,
 )
 from regionfocus.actions import Action, ActionType
-from regionfocus.adapters.a11y_agent import A11yAgent
+from regionfocus.adapters.agents.a11y_agent import A11yAgent
 from regionfocus.adapters.registry import get_adapter
 from regionfocus.geometry import Box, Point, ViewTransform
 from regionfocus.model import Option, Query, Verdict

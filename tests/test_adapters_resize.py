@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from regionfocus.adapters import get_adapter
-from regionfocus.adapters.resize import ResizeSpec, resize_for_model, smart_resize
+from regionfocus.adapters.families.resize import ResizeSpec, resize_for_model, smart_resize
 
 F28 = (28, 4 * 28 * 28, 16384 * 28 * 28)
 

@@ -18,8 +18,8 @@ from PIL import Image
 
 from regionfocus import ModelReply, Point, RegionFocusAgent, Verdict, crop_view
 from regionfocus.actions import click
+from regionfocus.adapters.families.vlm import GIVEN_SIZE_KEY, given_size
 from regionfocus.adapters.registry import get_adapter
-from regionfocus.adapters.vlm import GIVEN_SIZE_KEY, given_size
 from regionfocus.geometry import Box
 from regionfocus.stars import draw_stars, mark_for_model
 from tests.scripted import ScriptedModel
@@ -113,7 +113,7 @@ async def test_annotate_reuses_the_model_size_copy_and_never_copies_full_resolut
     adapter = get_adapter("qwen2.5-vl", max_pixels=1003520)
     shot = screen()
     await adapter.model_image(shot)  # the act request made it
-    import regionfocus.adapters.vlm as vlm
+    import regionfocus.adapters.families.vlm as vlm
 
     calls = []
     real = vlm.resize_for_model

@@ -1,4 +1,4 @@
-"""CoAT prompt parts and history (adapters/coat.py) and the AITZ reader and scorer
+"""CoAT prompt parts and history (adapters/reasoning/coat.py) and the AITZ reader and scorer
 (webvoyager/aitz.py) on a small AITZ-shaped sample this test writes (tiny PNGs, the released
 field names and encodings)."""
 
@@ -10,7 +10,7 @@ import pytest
 from PIL import Image
 
 from regionfocus.actions import Action, ActionType
-from regionfocus.adapters.coat import (
+from regionfocus.adapters.reasoning.coat import (
     CoatConfig,
     CoatHistory,
     CoatStep,

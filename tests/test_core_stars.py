@@ -309,7 +309,7 @@ def test_layout_is_what_gets_drawn():
 def test_labels_legible_at_4k_to_the_real_ocr_engine():
     """The reference code's labels were a ~8 px bitmap font; these must be read back by the
     project's OCR engine (rapidocr, models from its wheel) from a crop around each tag."""
-    from regionfocus.adapters.ocr import _EnginePool
+    from regionfocus.adapters.agents.ocr import _EnginePool
 
     img = busy(UHD, seed=9)
     rng = random.Random(9)

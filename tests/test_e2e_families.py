@@ -217,7 +217,7 @@ def _image_body(image: Image.Image, text: str) -> dict:
 def test_responder_reads_the_number_of_the_star_on_the_target(on_target):
     """The double's choice comes from seeing: stars drawn by the product, the image shrunk as
     the adapter shrinks it, the on-target star's tag read by OCR, whatever its number."""
-    from regionfocus.adapters.resize import resize_for_model
+    from regionfocus.adapters.families.resize import resize_for_model
     from regionfocus.stars import draw_stars
 
     c = TARGET.center

@@ -12,8 +12,8 @@ from PIL import Image
 
 from regionfocus.actions import Action, ActionType
 from regionfocus.adapters import get_adapter
-from regionfocus.adapters.backend import ChatResponse
-from regionfocus.adapters.vlm import parse_choice, parse_verdict
+from regionfocus.adapters.backends.base import ChatResponse
+from regionfocus.adapters.families.vlm import parse_choice, parse_verdict
 from regionfocus.geometry import Point
 from regionfocus.model import Option, Query, Verdict
 

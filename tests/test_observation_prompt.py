@@ -10,7 +10,7 @@ from PIL import Image
 
 from regionfocus.a11y import A11yElement
 from regionfocus.adapters import get_adapter
-from regionfocus.adapters.backend import ChatResponse
+from regionfocus.adapters.backends.base import ChatResponse
 from regionfocus.geometry import Box
 from regionfocus.model import Query
 

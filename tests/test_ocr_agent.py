@@ -15,8 +15,8 @@ import pytest
 from PIL import Image, ImageDraw, ImageFont
 
 from regionfocus.actions import ActionType, click
-from regionfocus.adapters.ocr import OcrAgent, budget_size
-from regionfocus.adapters.ocr_text import TextLine, echo_lines, match_line, parse_instruction
+from regionfocus.adapters.agents.ocr import OcrAgent, budget_size
+from regionfocus.adapters.perception.ocr_text import TextLine, echo_lines, match_line, parse_instruction
 from regionfocus.agent import RegionFocusAgent
 from regionfocus.geometry import Box, Point, box_around
 from regionfocus.model import GroundingModel, Option, Query, Verdict

@@ -1,7 +1,7 @@
 """Each family's grounding request is its official template, byte for byte.
 
 Hashes are of the upstream texts, taken from the sources named in
-adapters/prompts/official/SOURCES.md (repository, path, commit); rendering our copy with the
+adapters/families/prompts/official/SOURCES.md (repository, path, commit); rendering our copy with the
 upstream's own placeholders must give the same bytes.
 """
 
@@ -13,8 +13,8 @@ import pytest
 from PIL import Image
 
 from regionfocus.adapters import get_adapter
-from regionfocus.adapters.backend import ChatResponse
-from regionfocus.adapters.vlm import render
+from regionfocus.adapters.backends.base import ChatResponse
+from regionfocus.adapters.families.vlm import render
 from regionfocus.model import Query
 
 # likaixin2000/ScreenSpot-Pro-GUI-Grounding, models/qwen2_5vl.py @ 588f1f25a59318d49cf2a657e8dc18529c723713:

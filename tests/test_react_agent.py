@@ -11,9 +11,7 @@ import pytest
 from PIL import Image, ImageDraw, ImageFont
 
 from regionfocus.actions import Action, ActionType
-from regionfocus.adapters.backends.openai_http import OpenAIBackend
-from regionfocus.adapters.coat import CoatConfig, CoatHistory
-from regionfocus.adapters.react_agent import (
+from regionfocus.adapters.agents.react_agent import (
     ReactAgent,
     exemplar_tasks,
     format_command,
@@ -21,7 +19,9 @@ from regionfocus.adapters.react_agent import (
     parse_answer,
     text_region_focus,
 )
-from regionfocus.adapters.screen_text import ScreenElement, ScreenText
+from regionfocus.adapters.backends.openai_http import OpenAIBackend
+from regionfocus.adapters.perception.screen_text import ScreenElement, ScreenText
+from regionfocus.adapters.reasoning.coat import CoatConfig, CoatHistory
 from regionfocus.geometry import Box, Point
 from regionfocus.views import StaticViews
 from tests.chat_server import ChatServer

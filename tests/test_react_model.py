@@ -15,12 +15,12 @@ import pytest
 from PIL import Image, ImageDraw, ImageFont
 
 from regionfocus.actions import Action, ActionType
-from regionfocus.adapters.backend import ChatResponse
+from regionfocus.adapters.agents.react_model import ReactModel
+from regionfocus.adapters.backends.base import ChatResponse
 from regionfocus.adapters.cli_args import build_model, coat_from_args, text_only_config
-from regionfocus.adapters.coat import CoatConfig
-from regionfocus.adapters.coat_model import CoatModel
-from regionfocus.adapters.qwen import Qwen25Adapter
-from regionfocus.adapters.react_model import ReactModel
+from regionfocus.adapters.families.qwen import Qwen25Adapter
+from regionfocus.adapters.reasoning.coat import CoatConfig
+from regionfocus.adapters.reasoning.coat_model import CoatModel
 from regionfocus.config import RegionFocusConfig
 from regionfocus.geometry import Box, Point, ViewTransform
 from regionfocus.model import Option, Query, Turn

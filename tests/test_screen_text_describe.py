@@ -9,8 +9,8 @@ import pytest
 from PIL import Image, ImageDraw, ImageFont
 
 from regionfocus.adapters.describe_cli import describe_screen_command
-from regionfocus.adapters.screen_text import ScreenElement, ScreenText, describe_screen, scale_box
-from regionfocus.adapters.ui_detect import ElementDetector, OpenCvDetector
+from regionfocus.adapters.perception.screen_text import ScreenElement, ScreenText, describe_screen, scale_box
+from regionfocus.adapters.perception.ui_detect import ElementDetector, OpenCvDetector
 from regionfocus.geometry import Box
 
 BORDER = (118, 118, 118)

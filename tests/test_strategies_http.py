@@ -16,8 +16,8 @@ from PIL import Image, ImageDraw
 
 from regionfocus.actions import click
 from regionfocus.adapters.backends.openai_http import OpenAIBackend
-from regionfocus.adapters.qwen import Qwen3Adapter, Qwen25Adapter
-from regionfocus.adapters.resize import smart_resize
+from regionfocus.adapters.families.qwen import Qwen3Adapter, Qwen25Adapter
+from regionfocus.adapters.families.resize import smart_resize
 from regionfocus.geometry import Box
 from regionfocus.strategies import GuiRC, ReGround, ScreenSeekeR, UIZoomer
 from tests.chat_server import ChatServer, Reply, request_images, request_text

@@ -116,7 +116,7 @@ async def judge_run(
     concurrency: int = 4,
 ) -> dict:
     """Judge every answered-or-not WebVoyager task in ``run_dir`` (MiniWoB++ episodes are
-    scored by reward and skipped). ``backend``: an :class:`regionfocus.adapters.backend.ChatBackend`."""
+    scored by reward and skipped). ``backend``: an :class:`regionfocus.adapters.backends.base.ChatBackend`."""
     if repeats < 1 or last_k < 1:
         raise ValueError(f"--repeats and --last-k must be >= 1, got {repeats} and {last_k}")
     root = Path(run_dir)

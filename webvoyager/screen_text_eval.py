@@ -31,10 +31,10 @@ from importlib import resources
 from pathlib import Path
 
 from regionfocus.actions import ActionType
-from regionfocus.adapters.backend import ChatBackend
-from regionfocus.adapters.coat import CoatConfig, CoatHistory, CoatStep
-from regionfocus.adapters.react_agent import ReactAgent, format_command, text_region_focus
-from regionfocus.adapters.screen_text import ScreenText, describe_screen
+from regionfocus.adapters.agents.react_agent import ReactAgent, format_command, text_region_focus
+from regionfocus.adapters.backends.base import ChatBackend
+from regionfocus.adapters.perception.screen_text import ScreenText, describe_screen
+from regionfocus.adapters.reasoning.coat import CoatConfig, CoatHistory, CoatStep
 from regionfocus.geometry import Box, Point
 
 from .browser import Browser, BrowserEnv, EnvConfig

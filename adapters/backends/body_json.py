@@ -13,7 +13,7 @@ import json
 import secrets
 from typing import Any
 
-from .encoding import DataUrl
+from regionfocus.adapters.backends.encoding import DataUrl
 
 
 def dumps(body: dict[str, Any]) -> bytes:

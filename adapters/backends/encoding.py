@@ -34,9 +34,9 @@ from urllib.parse import unquote, urlparse
 
 from PIL import Image
 
-from ..backend import DERIVED_ROWS_KEY
-from ..serving import MEDIA_FOLDER_NAME, default_local_media_dir
-from . import png
+from regionfocus.adapters.backends import png
+from regionfocus.adapters.backends.base import DERIVED_ROWS_KEY
+from regionfocus.adapters.serving import MEDIA_FOLDER_NAME, default_local_media_dir
 
 _FORMATS = {"png": ("PNG", "image/png"), "jpeg": ("JPEG", "image/jpeg"), "webp": ("WEBP", "image/webp")}
 _ALIASES = {"jpg": "jpeg"}

@@ -26,12 +26,17 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+from regionfocus.adapters.backends import body_json
+from regionfocus.adapters.backends.base import ChatResponse, Message
+from regionfocus.adapters.backends.encoding import ImageEncoder, LocalFiles
+from regionfocus.adapters.redact import (
+    protect_http_logs,
+    redact_text,
+    redact_url,
+    split_userinfo,
+    url_secrets,
+)
 from regionfocus.model import Usage
-
-from ..backend import ChatResponse, Message
-from ..redact import protect_http_logs, redact_text, redact_url, split_userinfo, url_secrets
-from . import body_json
-from .encoding import ImageEncoder, LocalFiles
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +95,7 @@ class _Endpoint:
 
 
 class OpenAIBackend:
-    """:class:`regionfocus.adapters.backend.ChatBackend` over one or more OpenAI-compatible servers.
+    """:class:`regionfocus.adapters.backends.base.ChatBackend` over one or more OpenAI-compatible servers.
 
     ``base_urls``: e.g. ``["http://127.0.0.1:8000/v1"]``; each request goes to the server with
     the fewest requests in flight from this backend (ties in turn). ``max_in_flight`` bounds

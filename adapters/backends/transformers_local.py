@@ -21,15 +21,14 @@ from typing import Any
 
 from PIL import Image
 
+from regionfocus.adapters.backends.base import ChatResponse, Message
 from regionfocus.model import Usage
-
-from ..backend import ChatResponse, Message
 
 log = logging.getLogger(__name__)
 
 
 class TransformersBackend:
-    """:class:`regionfocus.adapters.backend.ChatBackend` over ``AutoModelForImageTextToText``.
+    """:class:`regionfocus.adapters.backends.base.ChatBackend` over ``AutoModelForImageTextToText``.
 
     ``model_path``: a local model folder. ``device``: "cpu", "cuda", "cuda:1", ...
     ``dtype``: a torch dtype name ("float32", "bfloat16", ...) or None for the folder's own.

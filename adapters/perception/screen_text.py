@@ -6,9 +6,9 @@ button``, the text inside a text area becomes ``text area containing the text '.
 (boxes sorted by y) and Appendix C, Table 4 (the observation layout: an ``OCR:`` section of
 ``'text': [x1, y1, x2, y2]`` lines, then an ``Object Detector:`` section of ``label: [...]``).
 
-The OCR engine is the project's rapidocr pool (adapters/ocr.py, shared with the OCR agent, no
-downloads); the detector is :class:`regionfocus.adapters.ui_detect.OpenCvDetector` unless another
-:class:`~regionfocus.adapters.ui_detect.ElementDetector` is given. The paper also captions "other object"
+The OCR engine is the project's rapidocr pool (adapters/agents/ocr.py, shared with the OCR agent, no
+downloads); the detector is :class:`regionfocus.adapters.perception.ui_detect.OpenCvDetector` unless another
+:class:`~regionfocus.adapters.perception.ui_detect.ElementDetector` is given. The paper also captions "other object"
 detections with InstructBLIP; there is no captioner here, so unlabeled controls keep their
 kind only.
 
@@ -28,11 +28,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from PIL import Image
 
+from regionfocus.adapters.agents.ocr import _EnginePool, usable_cores
+from regionfocus.adapters.perception.ocr_text import TextLine
+from regionfocus.adapters.perception.ui_detect import DetectedElement, ElementDetector, OpenCvDetector
 from regionfocus.geometry import Box, Point
-
-from .ocr import _EnginePool, usable_cores
-from .ocr_text import TextLine
-from .ui_detect import DetectedElement, ElementDetector, OpenCvDetector
 
 # Kinds in a description. "text" is an OCR line that no element took in.
 ELEMENT_KINDS = ("text", "button", "text_field", "text_area", "checkbox", "radio", "dropdown", "link")
@@ -246,7 +245,7 @@ def describe_screen(
 ) -> ScreenText:
     """The screen-to-text description of ``image`` (any size, any source).
 
-    ``detector``: the UI-element detector (default :class:`~regionfocus.adapters.ui_detect.OpenCvDetector`);
+    ``detector``: the UI-element detector (default :class:`~regionfocus.adapters.perception.ui_detect.OpenCvDetector`);
     ``min_conf``: OCR lines below this confidence are left out; ``ignore``: boxes (image pixels)
     whose elements are dropped, e.g. a task header the instruction already gives as text (the
     paper cut MiniWoB++'s yellow instruction area from its screenshots, §3.2); ``lines``: OCR

@@ -1,6 +1,6 @@
 """The screen-to-text LLM agent as a :class:`regionfocus.model.GroundingModel` (agent ``screen-text``).
 
-Wraps :class:`regionfocus.adapters.react_agent.ReactAgent` (after Sasagawa and Kawahara: the screenshot becomes
+Wraps :class:`regionfocus.adapters.agents.react_agent.ReactAgent` (after Sasagawa and Kawahara: the screenshot becomes
 text, a text-only chat model answers ReAct-style with a *list* of commands) so the browsing loop
 (:func:`regionfocus.loop.run_episode`) and :class:`regionfocus.agent.RegionFocusAgent` can drive
 it like any other agent.
@@ -44,13 +44,7 @@ from dataclasses import dataclass, field
 from PIL import Image
 
 from regionfocus.actions import Action
-from regionfocus.geometry import Box, Point, ViewTransform
-from regionfocus.model import ModelReply, Option, Query, Turn, Usage, Verdict
-
-from .backend import ChatBackend, Message
-from .coat import CoatConfig, CoatHistory, CoatParts, CoatStep
-from .model_text import finite_number, json_objects
-from .react_agent import (
+from regionfocus.adapters.agents.react_agent import (
     CHOICE_PROMPT,
     VIEW_PROMPT,
     ReactAgent,
@@ -58,9 +52,14 @@ from .react_agent import (
     format_command,
     parse_answer,
 )
-from .screen_text import ScreenText
-from .ui_detect import ElementDetector
-from .vlm import find_coordinates, parse_choice, parse_verdict
+from regionfocus.adapters.backends.base import ChatBackend, Message
+from regionfocus.adapters.families.vlm import find_coordinates, parse_choice, parse_verdict
+from regionfocus.adapters.model_text import finite_number, json_objects
+from regionfocus.adapters.perception.screen_text import ScreenText
+from regionfocus.adapters.perception.ui_detect import ElementDetector
+from regionfocus.adapters.reasoning.coat import CoatConfig, CoatHistory, CoatParts, CoatStep
+from regionfocus.geometry import Box, Point, ViewTransform
+from regionfocus.model import ModelReply, Option, Query, Turn, Usage, Verdict
 
 EFFECT = "changed the page"  # regionfocus.loop.Step.outcome for an action that took effect
 _MINIWOB_PAGE = re.compile(r"/miniwob/([a-z0-9-]+)\.html", re.I)

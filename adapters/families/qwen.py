@@ -17,13 +17,9 @@ from typing import Any
 from PIL import Image
 
 from regionfocus.actions import Action, ActionType
-from regionfocus.geometry import Point
-from regionfocus.model import Query
-
-from .backend import Message
-from .model_text import STRICT_JSON, bounded, finite_number, sound_action
-from .resize import ResizeSpec
-from .vlm import (
+from regionfocus.adapters.backends.base import Message
+from regionfocus.adapters.families.resize import ResizeSpec
+from regionfocus.adapters.families.vlm import (
     Prompt,
     VlmAdapter,
     bare_click,
@@ -33,6 +29,9 @@ from .vlm import (
     split_keys,
     typed_text,
 )
+from regionfocus.adapters.model_text import STRICT_JSON, bounded, finite_number, sound_action
+from regionfocus.geometry import Point
+from regionfocus.model import Query
 
 _OPEN, _CLOSE = "<tool_call>", "</tool_call>"
 

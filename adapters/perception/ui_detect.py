@@ -38,9 +38,8 @@ import cv2
 import numpy as np
 from PIL import Image
 
+from regionfocus.adapters.perception.ocr_text import TextLine, _advance
 from regionfocus.geometry import Box
-
-from .ocr_text import TextLine, _advance
 
 KINDS = ("button", "text_field", "text_area", "checkbox", "radio", "dropdown", "link")
 

@@ -1,7 +1,7 @@
 """The screen-to-text LLM agent: a text-only model drives the computer from screenshots alone.
 
 After Sasagawa and Kawahara (Waseda), "環境依存情報を利用しない大規模言語モデルによるコンピュータータスク
-自動化手法": each step the screenshot becomes text (:func:`regionfocus.adapters.screen_text.describe_screen`,
+自動化手法": each step the screenshot becomes text (:func:`regionfocus.adapters.perception.screen_text.describe_screen`,
 §3.2), and the LLM is prompted ReAct-style (§3.3: an Auto-GPT-like system prompt stating the
 role, constraints, commands, how boxes are written and the output format; a user prompt with
 the task, the executed actions and the observation; a one-shot exemplar per task, §4.1) to
@@ -38,12 +38,11 @@ from typing import Any
 from PIL import Image
 
 from regionfocus.actions import Action, ActionType
-from regionfocus.geometry import DEFAULT_RATIOS, Box, Point, clamp_point, fixed_ratio_boxes
-from regionfocus.model import Usage
-from regionfocus.views import View, ViewSource
-
-from .backend import ChatBackend, Message
-from .coat import (
+from regionfocus.adapters.backends.base import ChatBackend, Message
+from regionfocus.adapters.model_text import STRICT_JSON, bounded, finite_number, json_objects, sound_action
+from regionfocus.adapters.perception.screen_text import ScreenText, describe_screen
+from regionfocus.adapters.perception.ui_detect import ElementDetector
+from regionfocus.adapters.reasoning.coat import (
     CoatConfig,
     CoatHistory,
     CoatParts,
@@ -52,9 +51,9 @@ from .coat import (
     coat_from_mapping,
     coat_instructions,
 )
-from .model_text import STRICT_JSON, bounded, finite_number, json_objects, sound_action
-from .screen_text import ScreenText, describe_screen
-from .ui_detect import ElementDetector
+from regionfocus.geometry import DEFAULT_RATIOS, Box, Point, clamp_point, fixed_ratio_boxes
+from regionfocus.model import Usage
+from regionfocus.views import View, ViewSource
 
 # ----------------------------------------------------------------------------------- prompt
 SYSTEM_PROMPT = """You operate a computer with the mouse and the keyboard to complete the task you are given.
@@ -140,8 +139,8 @@ class Exemplar:
 
 
 def exemplar_tasks() -> list[str]:
-    """Tasks with a shipped exemplar (adapters/exemplars/<task>.json)."""
-    root = resources.files("regionfocus.adapters") / "exemplars"
+    """Tasks with a shipped exemplar (adapters/agents/exemplars/<task>.json)."""
+    root = resources.files("regionfocus.adapters.agents") / "exemplars"
     return sorted(p.name[:-5] for p in root.iterdir() if p.name.endswith(".json"))
 
 
@@ -150,7 +149,7 @@ def load_exemplar(task: str) -> Exemplar | None:
     ``{"task", "instruction", "observation", "answer"}``; ``answer`` is the JSON object the
     model should have written, ``observation`` a screen-to-text description in the paper's
     layout (written from real screenshots of another seed)."""
-    path = resources.files("regionfocus.adapters") / "exemplars" / f"{task}.json"
+    path = resources.files("regionfocus.adapters.agents") / "exemplars" / f"{task}.json"
     if not path.is_file():
         return None
     data = json.loads(path.read_text(encoding="utf-8"))
@@ -408,13 +407,13 @@ class ReactStep:
 class ReactAgent:
     """The screen-to-text ReAct policy over any chat backend (text-only messages).
 
-    ``backend``: an :class:`regionfocus.adapters.backend.ChatBackend`, e.g.
+    ``backend``: an :class:`regionfocus.adapters.backends.base.ChatBackend`, e.g.
     ``OpenAIBackend(["http://127.0.0.1:8000/v1"], model="gpt-4")``. ``task``: the MiniWoB++
     task name whose shipped exemplar is shown one-shot (or pass ``exemplar`` directly; neither:
-    zero-shot). ``coat``: a :class:`~regionfocus.adapters.coat.CoatConfig` to carry Chain-of-Action-Thought
+    zero-shot). ``coat``: a :class:`~regionfocus.adapters.reasoning.coat.CoatConfig` to carry Chain-of-Action-Thought
     (the parts are asked for inside "thoughts" and the history becomes the CoAT chain); None for
     the paper's plain history of executed actions. ``detector``/``min_conf``: passed to
-    :func:`~regionfocus.adapters.screen_text.describe_screen`. ``max_tokens``: 512 as the paper's default
+    :func:`~regionfocus.adapters.perception.screen_text.describe_screen`. ``max_tokens``: 512 as the paper's default
     (Appendix B); temperature 0.
 
     Use::

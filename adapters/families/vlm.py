@@ -27,13 +27,12 @@ from typing import Any, Literal
 from PIL import Image
 
 from regionfocus.actions import Action, ActionType
+from regionfocus.adapters.backends.base import DERIVED_ROWS_KEY, ChatBackend, Message
+from regionfocus.adapters.families.resize import Resized, ResizeSpec, resize_for_model
+from regionfocus.adapters.model_text import bounded, finite_number, sound_action
 from regionfocus.geometry import Box, Point
 from regionfocus.model import ModelReply, Option, Query, Turn, Verdict
 from regionfocus.stars import draw_stars, star_extent
-
-from .backend import DERIVED_ROWS_KEY, ChatBackend, Message
-from .model_text import bounded, finite_number, sound_action
-from .resize import Resized, ResizeSpec, resize_for_model
 
 Frame = Literal["relative", "absolute"]
 RELATIVE_SCALE = 1000.0  # UI-TARS 1.0 and Qwen3-VL write 0-1000 on each axis
@@ -71,8 +70,10 @@ NUM = r"-?\d+(?:\.\d+)?"
 # ------------------------------------------------------------------ prompt templates
 @lru_cache(maxsize=64)
 def load_prompt(name: str) -> Template:
-    """The template ``adapters/prompts/<name>`` (``$var`` placeholders, string.Template)."""
-    text = resources.files("regionfocus.adapters").joinpath("prompts", name).read_text(encoding="utf-8")
+    """The template ``adapters/families/prompts/<name>`` (``$var`` placeholders, string.Template)."""
+    text = (
+        resources.files("regionfocus.adapters.families").joinpath("prompts", name).read_text(encoding="utf-8")
+    )
     return Template(text)
 
 
@@ -393,7 +394,7 @@ def _rows_touched(
 
 # ------------------------------------------------------------------ the adapter
 class VlmAdapter:
-    """A GroundingModel over a :class:`~regionfocus.adapters.backend.ChatBackend` for one model family.
+    """A GroundingModel over a :class:`~regionfocus.adapters.backends.base.ChatBackend` for one model family.
 
     Subclasses set ``name``, ``frame``, ``default_resize``, the prompt file names and
     implement :meth:`parse_model_action` (text -> Action in model-frame numbers) and

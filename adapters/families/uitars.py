@@ -16,13 +16,9 @@ from dataclasses import dataclass, field
 from PIL import Image
 
 from regionfocus.actions import Action, ActionType
-from regionfocus.geometry import Point
-from regionfocus.model import Query
-
-from .backend import Message
-from .model_text import bounded, sound_action
-from .resize import ResizeSpec
-from .vlm import (
+from regionfocus.adapters.backends.base import Message
+from regionfocus.adapters.families.resize import ResizeSpec
+from regionfocus.adapters.families.vlm import (
     Prompt,
     VlmAdapter,
     bare_click,
@@ -32,6 +28,9 @@ from .vlm import (
     typed_text,
     unescape_model_string,
 )
+from regionfocus.adapters.model_text import bounded, sound_action
+from regionfocus.geometry import Point
+from regionfocus.model import Query
 
 # UI-TARS action names (and the aliases its variants emit) -> our types.
 _TYPES = {

@@ -36,7 +36,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
-from .model_text import bounded
+from regionfocus.adapters.model_text import bounded
 
 _PART_KEYS = {
     "sd": "screen_description",

@@ -2,17 +2,17 @@
 
 After Zhang et al., "Android in the Zoo: Chain-of-Action-Thought for GUI Agents" (§2.1;
 repository IMNearth/CoAT, commit bddd262); the parts and their prompts are
-:mod:`regionfocus.adapters.coat`'s. The wrapped adapter keeps its own prompt, frame and parser; this wrapper
+:mod:`regionfocus.adapters.reasoning.coat`'s. The wrapped adapter keeps its own prompt, frame and parser; this wrapper
 only changes what the agent's own step (``act`` in agent mode, not zoomed) is told and how its
 answer is read:
 
 - the request: the task's instruction is followed by the CoAT chain so far
-  (:func:`~regionfocus.adapters.coat.coat_context`: each earlier step's action, its next-action
+  (:func:`~regionfocus.adapters.reasoning.coat.coat_context`: each earlier step's action, its next-action
   description and the result the following answer gave it, and the environment's outcome),
   the previous step in full (its screen description and think too: the previous-action-result
-  part compares the screen before the action with the one now shown) and the CoAT instructions (:func:`~regionfocus.adapters.coat.coat_instructions`, labelled lines
+  part compares the screen before the action with the one now shown) and the CoAT instructions (:func:`~regionfocus.adapters.reasoning.coat.coat_instructions`, labelled lines
   before the action the family writes as usual);
-- the answer: :func:`~regionfocus.adapters.coat.parse_coat` separates the labelled parts from the rest,
+- the answer: :func:`~regionfocus.adapters.reasoning.coat.parse_coat` separates the labelled parts from the rest,
   and the wrapped adapter's own parser (``parse_action(text, W, H)``, when it has one) reads
   the action from the rest (the whole answer only when the rest holds none), so words in a part
   are not taken for an action;
@@ -36,10 +36,16 @@ from typing import Any
 from PIL import Image
 
 from regionfocus.actions import Action
+from regionfocus.adapters.reasoning.coat import (
+    CoatConfig,
+    CoatHistory,
+    CoatStep,
+    coat_context,
+    coat_instructions,
+    parse_coat,
+)
 from regionfocus.geometry import Point
 from regionfocus.model import GroundingModel, ModelReply, Option, Query, Turn
-
-from .coat import CoatConfig, CoatHistory, CoatStep, coat_context, coat_instructions, parse_coat
 
 
 class CoatModel:

@@ -2,7 +2,7 @@
 instead of pixels and implements the whole :class:`regionfocus.model.GroundingModel`.
 
 It picks the element whose accessible name best matches the instruction (the OCR agent's
-instruction grammar and fuzzy matcher, :mod:`regionfocus.adapters.ocr_text`, over element names instead of
+instruction grammar and fuzzy matcher, :mod:`regionfocus.adapters.perception.ocr_text`, over element names instead of
 OCR lines) and clicks its centre. Lines that merely repeat the instruction (a MiniWoB++ page
 prints it) are left out, and controls win ties over static text.
 
@@ -26,10 +26,7 @@ from PIL import Image
 
 from regionfocus.a11y import A11yElement, normalize_space
 from regionfocus.actions import Action, ActionType
-from regionfocus.geometry import Box, Point, box_around
-from regionfocus.model import ModelReply, Option, Query, Usage, Verdict
-
-from .ocr_text import (
+from regionfocus.adapters.perception.ocr_text import (
     Match,
     ParsedInstruction,
     TextLine,
@@ -39,6 +36,8 @@ from .ocr_text import (
     fold,
     parse_instruction,
 )
+from regionfocus.geometry import Box, Point, box_around
+from regionfocus.model import ModelReply, Option, Query, Usage, Verdict
 
 _KIND_TO_ACTION = {
     "click": ActionType.CLICK,

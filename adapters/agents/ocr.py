@@ -28,11 +28,7 @@ import numpy as np
 from PIL import Image
 
 from regionfocus.actions import Action, ActionType
-from regionfocus.geometry import Box, Point, box_around
-from regionfocus.model import ModelReply, Option, Query, Usage, Verdict
-from regionfocus.stars import STAR_FILL, star_radius
-
-from .ocr_text import (
+from regionfocus.adapters.perception.ocr_text import (
     Match,
     ParsedInstruction,
     TextLine,
@@ -42,6 +38,9 @@ from .ocr_text import (
     parse_instruction,
     token_overlap,
 )
+from regionfocus.geometry import Box, Point, box_around
+from regionfocus.model import ModelReply, Option, Query, Usage, Verdict
+from regionfocus.stars import STAR_FILL, star_radius
 
 DEFAULT_BUDGET = 1_000_000  # px; about what a 7B VLM sees of a screenshot (~1280x768)
 

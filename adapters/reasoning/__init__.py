@@ -1,0 +1,1 @@
+"""Reasoning around an agent: Chain-of-Action-Thought (the parts, their prompts, the wrapper)."""
