@@ -1,7 +1,7 @@
 """Overhead of one RegionFocus round on a 3840x2160 screenshot, stage by stage, no model.
 
 Stages (each what one round really runs, with the real core and adapter code): box proposals
-(fixed ratios; layout when regionfocus/layout.py is present), views (crop + Lanczos toward the
+(fixed ratios; layout when regionfocus/proposers/layout.py is present), views (crop + Lanczos toward the
 model's size), stars (draw_stars), the adapter's resize to the model size (smart_resize),
 and encoding images for transport in several formats, against sending the full-resolution PNG
 as the reference code does. Prints per-stage wall and CPU milliseconds, bytes per request, a
@@ -103,8 +103,8 @@ def main(argv: list[str] | None = None) -> dict:
     boxes = stage("proposals: fixed ratios", lambda: fixed_ratio_boxes(focal, screen.size, cfg.ratios), 1)
     if not args.no_layout:
         try:
-            from regionfocus.layout import LayoutProposer
-            from regionfocus.proposals import ProposalContext
+            from regionfocus.proposers.base import ProposalContext
+            from regionfocus.proposers.layout import LayoutProposer
 
             lp = LayoutProposer()
             stage(

@@ -12,8 +12,8 @@ from .config import RegionFocusConfig
 from .geometry import DEFAULT_RATIOS, Box, Point, ViewTransform, fixed_ratio_boxes
 from .model import GroundingModel, ModelReply, Option, Query, Usage, Verdict
 from .orchestrator import RegionFocus
-from .proposals import BoxProposer, FixedRatioProposer, PredictRegionProposer, ProposalContext
-from .proposals_a11y import A11yProposer
+from .proposers.a11y import A11yProposer
+from .proposers.base import BoxProposer, FixedRatioProposer, PredictRegionProposer, ProposalContext
 from .stars import draw_boxes, draw_stars
 from .trace import CallRecord, Candidate, RefineResult
 from .triggers import Effect

@@ -14,11 +14,11 @@ from dataclasses import replace
 
 from PIL import Image
 
-from .box_proposers import build_proposer
 from .config import RegionFocusConfig
 from .geometry import Point, clamp_point
 from .model import GroundingModel, Option, Query
-from .proposals import BoxProposer, ProposalContext
+from .proposers import build_proposer
+from .proposers.base import BoxProposer, ProposalContext
 from .stars import mark_for_model
 from .trace import CallRecord, Candidate, RefineResult, record_call
 from .views import StaticViews, ViewSource

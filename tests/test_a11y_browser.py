@@ -26,8 +26,8 @@ from regionfocus.actions import Action, ActionType
 from regionfocus.adapters.agents.a11y_agent import A11yAgent
 from regionfocus.geometry import Point
 from regionfocus.model import Query
-from regionfocus.proposals import ProposalContext
-from regionfocus.proposals_a11y import A11yProposer
+from regionfocus.proposers.a11y import A11yProposer
+from regionfocus.proposers.base import ProposalContext
 from regionfocus.triggers import NoTarget, TriggerState
 from regionfocus.webvoyager import miniwob
 from regionfocus.webvoyager.a11y_cli import a11y_command

@@ -31,8 +31,8 @@ from regionfocus.adapters.agents.a11y_agent import A11yAgent
 from regionfocus.adapters.registry import get_adapter
 from regionfocus.geometry import Box, Point, ViewTransform
 from regionfocus.model import Option, Query, Verdict
-from regionfocus.proposals import ProposalContext
-from regionfocus.proposals_a11y import A11yProposer
+from regionfocus.proposers.a11y import A11yProposer
+from regionfocus.proposers.base import ProposalContext
 from regionfocus.triggers import NoTarget, TriggerState
 
 VIEW = (1000, 800)

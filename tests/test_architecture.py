@@ -259,3 +259,22 @@ def test_a_forbidden_edge_is_caught(tmp_path: Path, extra: dict[str, str], expec
     _write(tmp_path, extra)
     problems = check(tmp_path)
     assert any(expected in p for p in problems), problems
+
+
+def test_every_package_folder_is_installed():
+    """A subpackage missing from pyproject.toml works in a checkout and is absent from a wheel."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+
+    root = Path(__file__).resolve().parents[1]
+    tool = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
+    listed, folders = set(tool["packages"]), tool["package-dir"]
+    found = set()
+    for package in PACKAGES:
+        for init in (root / package).rglob("__init__.py"):
+            rel = init.parent.relative_to(root / package).parts
+            found.add(".".join((PREFIX if package == PREFIX else f"{PREFIX}.{package}", *rel)))
+    assert found == listed
+    assert {f"{PREFIX}.{p}": p for p in PACKAGES[1:]} == folders

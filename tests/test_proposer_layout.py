@@ -15,9 +15,9 @@ import pytest
 from PIL import Image, ImageDraw, ImageFont
 
 from regionfocus import Box, FixedRatioProposer, Point, Query, RegionFocusConfig
-from regionfocus.box_proposers import build_proposer
-from regionfocus.layout import LayoutProposer
-from regionfocus.proposals import ProposalContext
+from regionfocus.proposers import build_proposer
+from regionfocus.proposers.base import ProposalContext
+from regionfocus.proposers.layout import LayoutProposer
 
 
 @dataclass

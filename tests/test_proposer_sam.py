@@ -18,12 +18,12 @@ import pytest
 from PIL import Image, ImageDraw
 
 from regionfocus import Box, FixedRatioProposer, Point, Query, RegionFocusConfig
-from regionfocus.box_proposers import build_proposer
-from regionfocus.proposals import ProposalContext
+from regionfocus.proposers import build_proposer
+from regionfocus.proposers.base import ProposalContext
 
 pytest.importorskip("segment_anything")
 
-from regionfocus.sam import SamProposer, add_margin, mask_to_box  # noqa: E402
+from regionfocus.proposers.sam import SamProposer, add_margin, mask_to_box  # noqa: E402
 
 W, H = 640, 480
 
@@ -251,6 +251,6 @@ def test_bad_model_type_and_unreadable_checkpoint(tmp_path):
 
 
 def test_importing_regionfocus_does_not_import_torch():
-    code = "import sys, regionfocus, regionfocus.sam, regionfocus.layout; print('torch' in sys.modules)"
+    code = "import sys, regionfocus, regionfocus.proposers.sam, regionfocus.proposers.layout; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -22,8 +22,8 @@ import cv2
 import numpy as np
 from PIL import Image
 
-from .geometry import Box, Point, clamp_point
-from .proposals import BoxProposer, FixedRatioProposer, ProposalContext, enforce_min_size
+from ..geometry import Box, Point, clamp_point
+from .base import BoxProposer, FixedRatioProposer, ProposalContext, enforce_min_size
 
 
 @dataclass(frozen=True)

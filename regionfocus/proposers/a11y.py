@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .a11y import PHASES, A11yElement, compress, element_groups
-from .geometry import DEFAULT_RATIOS, Box, Point, box_around, fixed_ratio_boxes, shift_box_inside
-from .model import ModelReply, Usage
-from .proposals import ProposalContext
+from ..a11y import PHASES, A11yElement, compress, element_groups
+from ..geometry import DEFAULT_RATIOS, Box, Point, box_around, fixed_ratio_boxes, shift_box_inside
+from ..model import ModelReply, Usage
+from .base import ProposalContext
 
 
 def _gap(box: Box, p: Point) -> float:

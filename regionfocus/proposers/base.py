@@ -13,9 +13,9 @@ from typing import Protocol
 
 from PIL import Image
 
-from .a11y import A11yElement
-from .geometry import DEFAULT_RATIOS, Box, Point, box_around, fixed_ratio_boxes, shift_box_inside
-from .model import GroundingModel, ModelReply, Query
+from ..a11y import A11yElement
+from ..geometry import DEFAULT_RATIOS, Box, Point, box_around, fixed_ratio_boxes, shift_box_inside
+from ..model import GroundingModel, ModelReply, Query
 
 
 @dataclass

@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from .geometry import Box, Point, clamp_point
-from .proposals import BoxProposer, FixedRatioProposer, ProposalContext, enforce_min_size
+from ..geometry import Box, Point, clamp_point
+from .base import BoxProposer, FixedRatioProposer, ProposalContext, enforce_min_size
 
 # segment-anything's sam_model_registry keys, checked before torch is imported.
 SAM_MODEL_TYPES = ("default", "vit_h", "vit_l", "vit_b")

@@ -1,16 +1,28 @@
-"""The box proposer a :class:`~regionfocus.config.RegionFocusConfig` names.
+"""Box proposers: where to look around a focal point.
 
-Kept apart from :mod:`regionfocus.proposals` (the protocol and the light proposers) so that the
-heavier proposers, which build on that module, are imported from here without a cycle; SAM
-(torch) is imported only when asked for.
+The protocol and the light proposers (``fixed``, the paper's default; ``predict-region``, its
+ablation) are in :mod:`.base`; the accessibility-tree, layout and SAM proposers each in their
+own module. :func:`build_proposer` gives the one a :class:`~regionfocus.config.RegionFocusConfig`
+names; SAM (torch) is imported only when asked for.
 """
 
 from __future__ import annotations
 
-from .config import RegionFocusConfig
+from ..config import RegionFocusConfig
+from .a11y import A11yProposer
+from .base import BoxProposer, FixedRatioProposer, PredictRegionProposer, ProposalContext, enforce_min_size
 from .layout import LayoutProposer
-from .proposals import BoxProposer, FixedRatioProposer, PredictRegionProposer
-from .proposals_a11y import A11yProposer
+
+__all__ = [
+    "A11yProposer",
+    "BoxProposer",
+    "FixedRatioProposer",
+    "LayoutProposer",
+    "PredictRegionProposer",
+    "ProposalContext",
+    "build_proposer",
+    "enforce_min_size",
+]
 
 
 def build_proposer(config: RegionFocusConfig) -> BoxProposer:
