@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from regionfocus.actions import Action
-from regionfocus.runlog import valid_text
+from regionfocus.kit.runlog import valid_text
 
 # Every answer format we parse puts its action in the first few hundred characters (a thought,
 # then the call); 32 KB leaves room for a long chain of thought and bounds the worst case.

@@ -92,7 +92,7 @@ def cmd_score(argv: list[str]) -> int:
 
 def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
     from regionfocus.adapters.cli_args import build_model, coat_from_args, request_identity
-    from regionfocus.runlog import RunFolder, atomic_write_text
+    from regionfocus.kit.runlog import RunFolder, atomic_write_text
 
     from .episodes import load_aitz
     from .runner import run_episodes

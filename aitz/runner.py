@@ -19,8 +19,8 @@ from typing import Any
 from PIL import Image
 
 from regionfocus.actions import Action, ActionType
+from regionfocus.kit.runlog import RunFolder
 from regionfocus.model import GroundingModel, Query, Turn
-from regionfocus.runlog import RunFolder
 
 from .episodes import AitzEpisode, AitzStep, GoldAction
 from .scoring import from_action, match_step, prediction_to_dict

@@ -9,7 +9,7 @@ Python use::
     asyncio.run(run_screenspot(samples, model, RegionFocusConfig(), "runs/cad"))
 """
 
-from regionfocus.runlog import RunFolderError
+from regionfocus.kit.runlog import RunFolderError
 
 from .dataset import DatasetError, Sample, Selection, load_dataset
 from .metrics import correctness, evaluate, metric_block

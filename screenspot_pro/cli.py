@@ -68,7 +68,7 @@ class _UsageError(Exception):
 
 def run_parser() -> argparse.ArgumentParser:
     from regionfocus.adapters.cli_args import add_agent_arguments
-    from regionfocus.cliargs import add_regionfocus_arguments
+    from regionfocus.kit.flags import add_regionfocus_arguments
 
     p = _Parser(
         prog=PROG,
@@ -201,7 +201,7 @@ def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
 
     from regionfocus.adapters.cli_args import build_model, request_identity
     from regionfocus.adapters.redact import redact_url
-    from regionfocus.cliargs import config_from_args
+    from regionfocus.kit.flags import config_from_args
 
     from .dataset import DEFAULT_MAX_IMAGE_PIXELS, Selection, load_dataset
     from .report import table_for_run

@@ -17,9 +17,9 @@ from typing import Any
 
 from PIL import Image
 
-from regionfocus.report_shell import Overlay, data_attrs, filter_bar, jpeg_data_url, page, shot, thumbnail
-from regionfocus.report_shell import e as _e
-from regionfocus.runlog import (
+from regionfocus.kit.report_shell import Overlay, data_attrs, filter_bar, jpeg_data_url, page, shot, thumbnail
+from regionfocus.kit.report_shell import e as _e
+from regionfocus.kit.runlog import (
     RECORDS,
     atomic_write_bytes,
     atomic_write_json,

@@ -24,10 +24,10 @@ from PIL import Image
 
 from regionfocus.actions import Action
 from regionfocus.agent import RegionFocusAgent, StaticPrediction
-from regionfocus.allocator import keep_freed_buffers
 from regionfocus.config import RegionFocusConfig
+from regionfocus.kit.allocator import keep_freed_buffers
+from regionfocus.kit.runlog import RunFolder
 from regionfocus.model import GroundingModel
-from regionfocus.runlog import RunFolder
 from regionfocus.strategies.regionfocus_strategy import prediction_costs
 
 from .dataset import Sample
@@ -250,7 +250,7 @@ async def run_samples(
     overlaps the others' model calls.
 
     ``tune_allocator``: keep freed image buffers for reuse (process-wide malloc and Pillow
-    settings, :mod:`regionfocus.allocator`); the command line turns it on, a library caller
+    settings, :mod:`regionfocus.kit.allocator`); the command line turns it on, a library caller
     decides for its own process.
     """
     if concurrency < 1:

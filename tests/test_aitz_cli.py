@@ -11,8 +11,8 @@ import pytest
 from regionfocus.actions import Action, ActionType
 from regionfocus.aitz.cli import main
 from regionfocus.geometry import Point
+from regionfocus.kit.runlog import read_records
 from regionfocus.model import ModelReply, Usage
-from regionfocus.runlog import read_records
 
 from .test_coat_aitz import sample  # noqa: F401 - the AITZ-shaped episodes as a fixture
 

@@ -7,7 +7,7 @@ import os
 import pytest
 from PIL import Image
 
-from regionfocus import allocator
+from regionfocus.kit import allocator
 
 
 @pytest.fixture

@@ -21,13 +21,15 @@ import pytest
 
 PACKAGES = ("regionfocus", "adapters", "screenspot_pro", "webvoyager", "aitz")  # the folders (= layers)
 PREFIX = "regionfocus"  # the import name every folder installs under
-# package -> the packages of ours it may import (itself always)
+KIT = "regionfocus.kit"  # inside the core's folder, a layer of its own: what harnesses share
+# layer -> the layers of ours it may import (itself always). The algorithm imports no kit.
 ALLOWED = {
     "regionfocus": set(),
-    "adapters": {"regionfocus"},
-    "screenspot_pro": {"regionfocus", "adapters"},
-    "webvoyager": {"regionfocus", "adapters"},
-    "aitz": {"regionfocus", "adapters"},
+    "kit": {"regionfocus"},
+    "adapters": {"regionfocus", "kit"},
+    "screenspot_pro": {"regionfocus", "kit", "adapters"},
+    "webvoyager": {"regionfocus", "kit", "adapters"},
+    "aitz": {"regionfocus", "kit", "adapters"},
 }
 
 
@@ -57,6 +59,8 @@ def layer(dotted: str) -> str | None:
     parts = dotted.split(".")
     if parts[0] != PREFIX:
         return None
+    if dotted == KIT or dotted.startswith(KIT + "."):
+        return "kit"
     return parts[1] if len(parts) > 1 and parts[1] in PACKAGES[1:] else PREFIX
 
 
@@ -251,6 +255,7 @@ CLEAN = {
             "import cycle: regionfocus.a -> regionfocus.b",
         ),
         ({"regionfocus/cli2.py": 'MOD = "regionfocus.adapters.cli"\n'}, "names 'regionfocus.adapters.cli'"),
+        ({"regionfocus/agent2.py": "from .kit.runlog import RunFolder\n"}, "regionfocus must not import kit"),
     ],
 )
 def test_a_forbidden_edge_is_caught(tmp_path: Path, extra: dict[str, str], expected: str):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from regionfocus.chromium import browser_environment, launch_options, use_sandbox
+from regionfocus.kit.chromium import browser_environment, launch_options, use_sandbox
 from regionfocus.webvoyager.browser import Browser, EnvConfig
 from regionfocus.webvoyager.cli import model_origins
 from regionfocus.webvoyager.net_policy import NetPolicy, is_private_host, refusal, resolver_rules

@@ -15,7 +15,7 @@ from PIL import Image
 
 from regionfocus import RegionFocusConfig
 from regionfocus.agent import RegionFocusAgent
-from regionfocus.runlog import read_records
+from regionfocus.kit.runlog import read_records
 from regionfocus.screenspot_pro.cli import main as screenspot_main
 from regionfocus.screenspot_pro.dataset import DEFAULT_MAX_IMAGE_PIXELS, DatasetError, load_dataset
 from regionfocus.screenspot_pro.runner import run_samples

@@ -19,7 +19,7 @@ import pytest
 from PIL import Image
 
 from regionfocus import RegionFocusConfig
-from regionfocus.runlog import read_records
+from regionfocus.kit.runlog import read_records
 from regionfocus.screenspot_pro.dataset import (
     BBOX_TOLERANCE_PX,
     CLIPPED,

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from regionfocus import runlog
-from regionfocus.runlog import (
+from regionfocus.kit import runlog
+from regionfocus.kit.runlog import (
     RunFolder,
     RunFolderBusy,
     RunFolderError,
@@ -33,7 +33,7 @@ def folder_holder(folder: Path) -> subprocess.Popen:
         [
             sys.executable,
             "-c",
-            "import sys; from regionfocus.runlog import RunFolder; "
+            "import sys; from regionfocus.kit.runlog import RunFolder; "
             "f = RunFolder(sys.argv[1], {}, {}); print('locked', flush=True); sys.stdin.read()",
             str(folder),
         ],
@@ -93,7 +93,7 @@ def test_a_write_the_disk_refuses_half_way_leaves_no_torn_line(tmp_path: Path):
     script = textwrap.dedent(
         """
         import os, resource, signal, sys
-        from regionfocus.runlog import RunFolder
+        from regionfocus.kit.runlog import RunFolder
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG instead of death, as ENOSPC would be
         with RunFolder(sys.argv[1], {}, {}) as folder:
             folder.add({"id": "small", "x": 1})

@@ -20,7 +20,7 @@ import pytest
 
 from regionfocus import RegionFocusConfig
 from regionfocus.agent import RegionFocusAgent
-from regionfocus.runlog import RunFolderError, read_records
+from regionfocus.kit.runlog import RunFolderError, read_records
 from regionfocus.screenspot_pro.cli import main
 from regionfocus.screenspot_pro.dataset import load_dataset
 from regionfocus.screenspot_pro.report import compare_runs, write_reports

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from regionfocus.runlog import read_records
+from regionfocus.kit.runlog import read_records
 from regionfocus.screenspot_pro.cli import main
 from regionfocus.screenspot_pro.strategies import resolve
 

@@ -362,7 +362,7 @@ async def test_cli_killed_mid_run_then_resumed_runs_each_episode_once(tmp_path):
     import sys
     import time
 
-    from regionfocus.runlog import read_records
+    from regionfocus.kit.runlog import read_records
 
     out = tmp_path / "run"
     argv = ["webvoyager", "--tasks", "miniwob:click-button", "--episodes-per-task", "4", "--agent", "ocr",

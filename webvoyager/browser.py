@@ -26,8 +26,8 @@ from playwright.async_api import BrowserContext, Dialog, Page, Playwright, Reque
 from playwright.async_api import Error as PlaywrightError
 
 from regionfocus.actions import Action, ActionType
-from regionfocus.chromium import launch_options, resolve_browser
 from regionfocus.environment import StepResult
+from regionfocus.kit.chromium import launch_options, resolve_browser
 from regionfocus.triggers import Effect
 
 from .actions_exec import ActionError, ExecOptions, execute

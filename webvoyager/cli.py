@@ -11,7 +11,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from regionfocus.adapters.redact import redact_url
-from regionfocus.cliargs import add_regionfocus_arguments, config_from_args
+from regionfocus.kit.flags import add_regionfocus_arguments, config_from_args
 
 EXAMPLES = """examples:
   # offline, CPU only: the OCR agent on the curated MiniWoB++ tasks, then without RegionFocus

@@ -15,7 +15,7 @@ from statistics import mean
 
 from PIL import Image
 
-from regionfocus.report_shell import Overlay, data_attrs, filter_bar, page, shot
+from regionfocus.kit.report_shell import Overlay, data_attrs, filter_bar, page, shot
 
 from .rundir import read_json, read_results, run_config, write_json, write_text
 

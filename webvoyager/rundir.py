@@ -1,4 +1,4 @@
-"""The browsing harness's run folder, on the shared run log (:mod:`regionfocus.runlog`).
+"""The browsing harness's run folder, on the shared run log (:mod:`regionfocus.kit.runlog`).
 
 Layout (``RUN_DIR``)::
 
@@ -26,7 +26,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from regionfocus.runlog import (
+from regionfocus.kit.runlog import (
     CONFIG,
     RECORDS,
     RecordLog,

@@ -489,7 +489,7 @@ def main(argv: list[str]) -> int:
         p.error("--base-url and --model are needed to run the agent (or use --recall)")
     from regionfocus.adapters.backends.openai_http import OpenAIBackend
     from regionfocus.adapters.redact import redact_url
-    from regionfocus.runlog import RunFolder, RunFolderError
+    from regionfocus.kit.runlog import RunFolder, RunFolderError
 
     backend = OpenAIBackend(args.base_url, args.model, api_key_env=args.api_key_env)
     out = args.out or Path(f"runs/screen-text-{re.sub(r'[^A-Za-z0-9._-]+', '_', args.model)}")

@@ -38,8 +38,8 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from regionfocus.chromium import DEBIAN_CHROMIUM, launch_options
-from regionfocus.runlog import atomic_write_text
+from regionfocus.kit.chromium import DEBIAN_CHROMIUM, launch_options
+from regionfocus.kit.runlog import atomic_write_text
 
 from . import pages
 from .pages import THEMES, TileSnapshot, Words

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .config import PROPOSERS, RegionFocusConfig
+from ..config import PROPOSERS, RegionFocusConfig
 
 
 def add_regionfocus_arguments(parser: argparse.ArgumentParser) -> None:
