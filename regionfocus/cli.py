@@ -13,6 +13,19 @@ import sys
 from importlib.metadata import EntryPoint, entry_points
 
 GROUP = "regionfocus.commands"
+# Third-party modules of the optional parts, by the extra that installs them (pyproject.toml).
+EXTRAS = {
+    "playwright": "browser",
+    "miniwob": "browser",
+    "rapidocr": "ocr",
+    "onnxruntime": "ocr",
+    "bpe_openai": "a11y",
+    "transformers": "hf",
+    "accelerate": "hf",
+    "torch": "hf",
+    "segment_anything": "sam",
+    "torchvision": "sam",
+}
 
 USAGE = """usage: regionfocus COMMAND [options]
 
@@ -68,7 +81,18 @@ def main(argv: list[str] | None = None) -> int:
         known = ", ".join(found) or "none registered (install the package with pip)"
         print(f"regionfocus: unknown command {name!r}; choose one of: {known}", file=sys.stderr)
         return 2
-    return int(found[name].load()(argv[1:]) or 0)
+    try:
+        return int(found[name].load()(argv[1:]) or 0)
+    except ModuleNotFoundError as e:
+        extra = EXTRAS.get((e.name or "").split(".")[0])
+        if extra is None:
+            raise
+        print(
+            f"regionfocus {name}: this needs {e.name}, which the '{extra}' extra installs: "
+            f"pip install 'regionfocus[{extra}]'",
+            file=sys.stderr,
+        )
+        return 2
 
 
 if __name__ == "__main__":

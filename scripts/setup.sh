@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything regionfocus needs on a fresh Debian machine with Python 3.11:
 # system packages (Chromium, fonts) and a virtualenv at .venv with the project in it.
-#   bash scripts/setup.sh          the product (light: no torch)
-#   bash scripts/setup.sh --dev    the product, the test tools, and the hf + sam extras
+#   bash scripts/setup.sh          the product with every part (browser, OCR, a11y; no torch)
+#   bash scripts/setup.sh --dev    the same, the test tools, and the hf + sam extras
 # Idempotent: a second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,8 +27,8 @@ if [ "$DEV" = 1 ]; then
   # torch + torchvision as a pair that loads together (a lone PyPI torchvision does not load
   # beside the 2.13 CPU wheel); installed first so the extras below find it satisfied.
   .venv/bin/python -c "import torch, torchvision" 2>/dev/null || "${PIP[@]}" "torch==2.14.1" "torchvision==0.29.1"
-  "${PIP[@]}" -e ".[dev,hf,sam]"
+  "${PIP[@]}" -e ".[all,dev,hf,sam]"
 else
-  "${PIP[@]}" -e .
+  "${PIP[@]}" -e ".[all]"
 fi
 echo "[setup] ready: .venv/bin/regionfocus --help"

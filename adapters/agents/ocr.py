@@ -138,6 +138,13 @@ class _EnginePool:
             raise
 
 
+def require_engine() -> None:
+    """Fail at once, not on the first screenshot, when the OCR packages (the ``ocr`` extra) are
+    missing: a run would otherwise record every sample as an error."""
+    import onnxruntime  # noqa: F401
+    import rapidocr  # noqa: F401
+
+
 def _build_engine(threads: int):
     import onnxruntime as ort
     import rapidocr
@@ -242,6 +249,7 @@ class OcrAgent:
         threads: int | None = None,
         engines: int | None = None,
     ):
+        require_engine()
         if int(budget) < 1024:
             raise ValueError(f"ocr budget must be at least 1024 pixels, got {budget!r}")
         check_fractions(
