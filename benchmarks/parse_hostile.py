@@ -15,9 +15,9 @@ import time
 from collections.abc import Callable
 
 from regionfocus.adapters.agents.react_agent import parse_answer
+from regionfocus.adapters.families.answers import find_coordinates, parse_choice, parse_verdict
 from regionfocus.adapters.families.qwen import parse_qwen
 from regionfocus.adapters.families.uitars import parse_uitars
-from regionfocus.adapters.families.vlm import find_coordinates, parse_choice, parse_verdict
 from regionfocus.adapters.reasoning.coat import parse_coat
 
 from ._common import print_machine, print_table

@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 from regionfocus.actions import Action
 from regionfocus.adapters import get_adapter, known_adapters, register_adapter
 from regionfocus.adapters.cli import main as cli_main
+from regionfocus.adapters.families.answers import typed_text
 from regionfocus.adapters.families.qwen import parse_qwen
 from regionfocus.adapters.families.uitars import parse_uitars
-from regionfocus.adapters.families.vlm import typed_text
 from regionfocus.adapters.serving import serve_command
 
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "answers.json").read_text(encoding="utf-8"))["cases"]

@@ -16,8 +16,8 @@ from PIL import Image, ImageDraw
 from regionfocus.actions import Action, ActionType
 from regionfocus.adapters import get_adapter
 from regionfocus.adapters.backends.base import ChatResponse
+from regionfocus.adapters.families.answers import parse_choice, parse_verdict
 from regionfocus.adapters.families.resize import smart_resize
-from regionfocus.adapters.families.vlm import parse_choice, parse_verdict
 from regionfocus.geometry import Point
 from regionfocus.model import GroundingModel, Option, Query, Turn, Usage, Verdict
 

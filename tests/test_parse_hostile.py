@@ -15,9 +15,9 @@ import pytest
 from regionfocus.actions import ActionType
 from regionfocus.adapters import get_adapter
 from regionfocus.adapters.agents.react_agent import _first_number, parse_answer
+from regionfocus.adapters.families.answers import find_coordinates, parse_choice, parse_verdict
 from regionfocus.adapters.families.qwen import parse_qwen
 from regionfocus.adapters.families.uitars import parse_uitars
-from regionfocus.adapters.families.vlm import find_coordinates, parse_choice, parse_verdict
 from regionfocus.adapters.model_text import MAX_REPLY_CHARS
 from regionfocus.adapters.reasoning.coat import parse_coat
 from regionfocus.model import Verdict

@@ -53,7 +53,7 @@ from regionfocus.adapters.agents.react_agent import (
     parse_answer,
 )
 from regionfocus.adapters.backends.base import ChatBackend, Message
-from regionfocus.adapters.families.vlm import find_coordinates, parse_choice, parse_verdict
+from regionfocus.adapters.families.answers import find_coordinates, parse_choice, parse_verdict
 from regionfocus.adapters.model_text import finite_number, json_objects
 from regionfocus.adapters.perception.screen_text import ScreenText
 from regionfocus.adapters.perception.ui_detect import ElementDetector

@@ -17,17 +17,15 @@ from PIL import Image
 
 from regionfocus.actions import Action, ActionType
 from regionfocus.adapters.backends.base import Message
-from regionfocus.adapters.families.resize import ResizeSpec
-from regionfocus.adapters.families.vlm import (
-    Prompt,
-    VlmAdapter,
+from regionfocus.adapters.families.answers import (
     bare_click,
     coords_from_value,
-    render,
     split_keys,
     typed_text,
     unescape_model_string,
 )
+from regionfocus.adapters.families.resize import ResizeSpec
+from regionfocus.adapters.families.vlm import Prompt, VlmAdapter, render
 from regionfocus.adapters.model_text import bounded, sound_action
 from regionfocus.geometry import Point
 from regionfocus.model import Query
