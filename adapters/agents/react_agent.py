@@ -39,6 +39,7 @@ from PIL import Image
 
 from regionfocus.actions import Action, ActionType
 from regionfocus.adapters.backends.base import ChatBackend, Message
+from regionfocus.adapters.families.answers import parse_choice
 from regionfocus.adapters.model_text import STRICT_JSON, bounded, finite_number, json_objects, sound_action
 from regionfocus.adapters.perception.screen_text import ScreenText, describe_screen
 from regionfocus.adapters.perception.ui_detect import ElementDetector
@@ -598,15 +599,13 @@ def _tried_text(failed: Sequence[Point], view: View | None, screen: ScreenText |
 
 
 def _first_number(text: str, n: int) -> int | None:
-    text = bounded(text)
+    """The option 1..n a text agent's choice names: its JSON ``"choice"``, else the answer read
+    as any family's choice is (:func:`~regionfocus.adapters.families.answers.parse_choice`)."""
     for obj in json_objects(text):
         v = finite_number(obj.get("choice")) if isinstance(obj.get("choice"), (int, float, str)) else None
         if v is not None and v.is_integer() and 1 <= v <= n:
             return int(v)
-    for m in re.finditer(r"\b(\d{1,3})\b", text):
-        if 1 <= int(m.group(1)) <= n:
-            return int(m.group(1))
-    return None
+    return parse_choice(text, range(1, n + 1))
 
 
 async def text_region_focus(
