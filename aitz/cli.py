@@ -12,6 +12,7 @@ import json
 import sys
 from pathlib import Path
 
+from regionfocus.kit.command import Parser, UsageError, run_command
 from regionfocus.model import GroundingModel
 
 PROG = "regionfocus aitz"
@@ -35,19 +36,8 @@ DATA: a folder of AITZ episode files (the released layout; images beside them or
 """
 
 
-class _UsageError(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that raises instead of exiting, so main() owns the exit codes."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise _UsageError(f"{self.prog}: {message}")
-
-
 def score_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog=f"{PROG} score", description="Score a predictions file against AITZ episodes.")
+    p = Parser(prog=f"{PROG} score", description="Score a predictions file against AITZ episodes.")
     p.add_argument("data", metavar="DATA", help="folder of AITZ episode files")
     p.add_argument("predictions", metavar="PREDICTIONS", help="JSON Lines, one step each (see `aitz --help`)")
     p.add_argument(
@@ -61,7 +51,7 @@ def score_parser() -> argparse.ArgumentParser:
 def run_parser() -> argparse.ArgumentParser:
     from regionfocus.adapters.cli_args import add_agent_arguments, add_reasoning_arguments
 
-    p = _Parser(prog=f"{PROG} run", description="Run an agent over AITZ episodes (teacher-forced).")
+    p = Parser(prog=f"{PROG} run", description="Run an agent over AITZ episodes (teacher-forced).")
     p.add_argument("data", metavar="DATA", help="folder of AITZ episode files")
     p.add_argument("--out", metavar="RUN_DIR", help="run folder (default: runs/aitz-<agent>)")
     p.add_argument("--limit", type=int, metavar="N", help="the first N episodes (in file order)")
@@ -164,7 +154,8 @@ def main(argv: list[str] | None = None, *, model: GroundingModel | None = None) 
 
     ``model``: run this GroundingModel instead of the one the flags describe."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    try:
+
+    def body() -> int:
         if not argv or argv[0] in ("-h", "--help"):
             print(DESCRIPTION)
             return 0
@@ -172,18 +163,9 @@ def main(argv: list[str] | None = None, *, model: GroundingModel | None = None) 
             return cmd_score(argv[1:])
         if argv[0] == "run":
             return cmd_run(argv[1:], model)
-        raise _UsageError(f"{PROG}: unknown command {argv[0]!r} (score or run)")
-    except KeyboardInterrupt:
-        print("\ninterrupted: finished episodes are saved; rerun the same command to resume", file=sys.stderr)
-        return 130
-    except _UsageError as e:
-        print(str(e), file=sys.stderr)
-        return 2
-    except SystemExit as e:  # --help
-        return int(e.code or 0) if not isinstance(e.code, str) else 2
-    except (ValueError, OSError) as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        return 2
+        raise UsageError(f"{PROG}: unknown command {argv[0]!r} (score or run)")
+
+    return run_command(PROG, body, "episodes")
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from regionfocus.kit.command import Parser, run_command
 from regionfocus.model import GroundingModel
 
 PROG = "regionfocus screenspot-pro"
@@ -55,22 +56,11 @@ data layout (--data DIR): DIR/annotations/<app>_<platform>.json and DIR/images/.
 SUBCOMMANDS = ("report", "compare", "build-sample")
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse that raises instead of exiting, so main() owns the exit codes."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise _UsageError(f"{self.prog}: {message}")
-
-
-class _UsageError(Exception):
-    pass
-
-
 def run_parser() -> argparse.ArgumentParser:
     from regionfocus.adapters.cli_args import add_agent_arguments
     from regionfocus.kit.flags import add_regionfocus_arguments
 
-    p = _Parser(
+    p = Parser(
         prog=PROG,
         description=DESCRIPTION,
         epilog=EPILOG,
@@ -291,9 +281,7 @@ async def _close(model: GroundingModel) -> None:
 def cmd_report(argv: list[str]) -> int:
     from .report import table_for_run, write_reports
 
-    p = _Parser(
-        prog=f"{PROG} report", description="Rebuild results, summary.md and report.html from RUN_DIR."
-    )
+    p = Parser(prog=f"{PROG} report", description="Rebuild results, summary.md and report.html from RUN_DIR.")
     p.add_argument("run_dir", metavar="RUN_DIR")
     p.add_argument("--thumb-width", type=int, default=1200, help="width of the report's screenshots (px)")
     p.add_argument(
@@ -312,7 +300,7 @@ def cmd_report(argv: list[str]) -> int:
 def cmd_compare(argv: list[str]) -> int:
     from .report import compare_runs
 
-    p = _Parser(prog=f"{PROG} compare", description="Print two run folders side by side (accuracy in %).")
+    p = Parser(prog=f"{PROG} compare", description="Print two run folders side by side (accuracy in %).")
     p.add_argument("run_a", metavar="RUN_A")
     p.add_argument("run_b", metavar="RUN_B")
     args = p.parse_args(argv)
@@ -321,7 +309,7 @@ def cmd_compare(argv: list[str]) -> int:
 
 
 def cmd_build_sample(argv: list[str]) -> int:
-    p = _Parser(
+    p = Parser(
         prog=f"{PROG} build-sample",
         description="Render a ScreenSpot-Pro-format set (annotations/, images/) with Chromium.",
     )
@@ -345,7 +333,8 @@ def main(argv: list[str] | None = None, *, model: GroundingModel | None = None) 
     ``model``: use this GroundingModel instead of the one the flags describe (for Python
     callers wrapping their own agent)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    try:
+
+    def body() -> int:
         if argv and argv[0] == "report":
             return cmd_report(argv[1:])
         if argv and argv[0] == "compare":
@@ -353,20 +342,8 @@ def main(argv: list[str] | None = None, *, model: GroundingModel | None = None) 
         if argv and argv[0] == "build-sample":
             return cmd_build_sample(argv[1:])
         return cmd_run(argv, model)
-    except KeyboardInterrupt:
-        print(
-            "\ninterrupted: finished samples are saved; rerun the same command to resume",
-            file=sys.stderr,
-        )
-        return 130
-    except _UsageError as e:
-        print(str(e), file=sys.stderr)
-        return 2
-    except SystemExit as e:  # --help and --version
-        return int(e.code or 0) if not isinstance(e.code, str) else 2
-    except (ValueError, OSError) as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        return 2
+
+    return run_command(PROG, body, "samples")
 
 
 if __name__ == "__main__":

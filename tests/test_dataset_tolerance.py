@@ -39,25 +39,12 @@ from regionfocus.screenspot_pro.dataset import (
 from regionfocus.screenspot_pro.metrics import correctness
 from regionfocus.screenspot_pro.runner import run_screenspot
 
-from .test_screenspot_helpers import ColourModel, expected_outcomes, fresh_dataset
-
-_DROP = object()
+from .test_screenspot_helpers import DROP, ColourModel, edit_record, expected_outcomes, fresh_dataset
 
 
 @pytest.fixture
 def data(tmp_path: Path) -> Path:
     return fresh_dataset(tmp_path / "data")
-
-
-def _edit(root: Path, task: str, index: int, **changes) -> None:
-    path = root / "annotations" / f"{task}.json"
-    recs = json.loads(path.read_text())
-    for k, v in changes.items():
-        if v is _DROP:
-            recs[index].pop(k)
-        else:
-            recs[index][k] = v
-    path.write_text(json.dumps(recs))
 
 
 def _records(root: Path, task: str) -> list[dict]:
@@ -101,8 +88,8 @@ def test_clean_dataset_loads_without_warnings(data: Path, caplog):
 
 
 def test_extra_fields_are_ignored_one_warning_for_all(data: Path):
-    _edit(data, "appa_windows", 0, colour="red")
-    _edit(data, "appb_macos", 1, source="v2", colour="blue")
+    edit_record(data, "appa_windows", 0, colour="red")
+    edit_record(data, "appb_macos", 1, source="v2", colour="blue")
     samples = load_dataset(data)
     assert len(samples) == 9
     w = _by_kind(samples)[EXTRA_FIELDS]
@@ -111,7 +98,7 @@ def test_extra_fields_are_ignored_one_warning_for_all(data: Path):
 
 
 def test_integer_id_becomes_a_string(data: Path):
-    _edit(data, "appa_windows", 2, id=7)
+    edit_record(data, "appa_windows", 2, id=7)
     samples = load_dataset(data)
     s = next(s for s in samples if s.id == "7")
     assert isinstance(s.id, str) and s.meta()["id"] == "7" and s.repairs == (INT_ID,)
@@ -120,8 +107,8 @@ def test_integer_id_becomes_a_string(data: Path):
 
 
 def test_ui_type_case_is_normalised(data: Path):
-    _edit(data, "appa_windows", 1, ui_type="Icon")
-    _edit(data, "appb_macos", 0, ui_type=" TEXT ")
+    edit_record(data, "appa_windows", 1, ui_type="Icon")
+    edit_record(data, "appb_macos", 0, ui_type=" TEXT ")
     samples = load_dataset(data)
     by_id = {s.id: s for s in samples}
     assert by_id["appa_1"].ui_type == "icon" and by_id["appb_0"].ui_type == "text"
@@ -131,9 +118,9 @@ def test_ui_type_case_is_normalised(data: Path):
 
 
 def test_missing_null_or_blank_group_is_unknown(data: Path):
-    _edit(data, "appa_windows", 0, group=_DROP)
-    _edit(data, "appa_windows", 1, group=None)
-    _edit(data, "appb_macos", 2, group="  ")
+    edit_record(data, "appa_windows", 0, group=DROP)
+    edit_record(data, "appa_windows", 1, group=None)
+    edit_record(data, "appb_macos", 2, group="  ")
     samples = load_dataset(data)
     assert [s.id for s in samples if s.group == UNKNOWN_GROUP] == ["appa_0", "appa_1", "appb_2"]
     assert _by_kind(samples)[NO_GROUP].ids == ("appa_0", "appa_1", "appb_2")
@@ -142,14 +129,14 @@ def test_missing_null_or_blank_group_is_unknown(data: Path):
 
 
 def test_group_of_another_type_is_an_error(data: Path):
-    _edit(data, "appa_windows", 0, group=3)
+    edit_record(data, "appa_windows", 0, group=3)
     (p,) = _problems(data)
     assert "appa_0" in p and "group must be a string or null, got 3" in p
 
 
 def test_other_language_instruction_may_be_null(data: Path):
-    _edit(data, "appa_windows", 3, instruction_cn=None)
-    _edit(data, "appb_macos", 3, instruction_cn=_DROP)
+    edit_record(data, "appa_windows", 3, instruction_cn=None)
+    edit_record(data, "appb_macos", 3, instruction_cn=DROP)
     samples = load_dataset(data)  # English: instruction_cn is never read
     assert len(samples) == 9
     assert _by_kind(samples)[OTHER_LANGUAGE].ids == ("appa_3", "appb_3")
@@ -160,7 +147,7 @@ def test_other_language_instruction_may_be_null(data: Path):
 
 
 def test_english_instruction_may_be_missing_in_a_chinese_run(data: Path):
-    _edit(data, "appa_windows", 0, instruction=None)
+    edit_record(data, "appa_windows", 0, instruction=None)
     samples = load_dataset(data, Selection(language="cn"))
     assert _by_kind(samples)[OTHER_LANGUAGE].ids == ("appa_0",)
     (p,) = _problems(data)
@@ -169,8 +156,8 @@ def test_english_instruction_may_be_missing_in_a_chinese_run(data: Path):
 
 def test_bbox_a_pixel_past_the_edge_is_clipped_and_scores_as_officially(data: Path):
     # the default screen is 1600x1000
-    _edit(data, "appa_windows", 0, bbox=[1500, 900, 1601, 1001])
-    _edit(data, "appb_macos", 0, bbox=[-2, -BBOX_TOLERANCE_PX, 80, 60])
+    edit_record(data, "appa_windows", 0, bbox=[1500, 900, 1601, 1001])
+    edit_record(data, "appb_macos", 0, bbox=[-2, -BBOX_TOLERANCE_PX, 80, 60])
     samples = load_dataset(data)
     by_id = {s.id: s for s in samples}
     assert by_id["appa_0"].bbox == (1500, 900, 1600, 1000)
@@ -189,16 +176,16 @@ def test_bbox_a_pixel_past_the_edge_is_clipped_and_scores_as_officially(data: Pa
 
 
 def test_bbox_tolerance_is_a_limit(data: Path):
-    _edit(data, "appa_windows", 0, bbox=[1500, 900, 1600 + BBOX_TOLERANCE_PX, 1000])
+    edit_record(data, "appa_windows", 0, bbox=[1500, 900, 1600 + BBOX_TOLERANCE_PX, 1000])
     assert load_dataset(data)[0].bbox == (1500, 900, 1600, 1000)
-    _edit(data, "appa_windows", 0, bbox=[1500, 900, 1600 + BBOX_TOLERANCE_PX + 0.5, 1000])
+    edit_record(data, "appa_windows", 0, bbox=[1500, 900, 1600 + BBOX_TOLERANCE_PX + 0.5, 1000])
     (p,) = _problems(data)
     assert "appa_0" in p and "outside the image 1600x1000 by 4.5 px" in p
 
 
 def test_missing_img_size_is_read_from_the_file(data: Path):
-    _edit(data, "appa_windows", 4, img_size=_DROP)
-    _edit(data, "appb_macos", 0, img_size=None)
+    edit_record(data, "appa_windows", 4, img_size=DROP)
+    edit_record(data, "appb_macos", 0, img_size=None)
     samples = load_dataset(data)
     assert all(s.img_size == (1600, 1000) for s in samples)
     assert _by_kind(samples)[NO_IMG_SIZE].ids == ("appa_4", "appb_0")
@@ -254,23 +241,23 @@ def test_scale_tolerance_allows_rounding_only(data: Path):
 
 def test_scale_tolerance_is_one_pixel_of_the_smaller_frame(data: Path):
     # annotated on a third-size copy (533.3x333.3 rounded) of the 1600x1000 file
-    _edit(data, "appa_windows", 0, img_size=[533, 333], bbox=[33, 33, 60, 53])
+    edit_record(data, "appa_windows", 0, img_size=[533, 333], bbox=[33, 33, 60, 53])
     s = load_dataset(data)[0]
     assert s.id == "appa_0" and s.img_size == (1600, 1000)
     assert s.bbox == pytest.approx((33 * 1600 / 533, 33 * 1000 / 333, 60 * 1600 / 533, 53 * 1000 / 333))
     assert correctness((100, 100), s.bbox, s.img_size) == "correct"
     assert official_verdict((100 / 1600, 100 / 1000), _records(data, "appa_windows")[0]) == "correct"
-    _edit(data, "appa_windows", 0, img_size=[533, 330])
+    edit_record(data, "appa_windows", 0, img_size=[533, 330])
     (p,) = _problems(data)
     assert "appa_0" in p and "img_size 533x330 does not match" in p
 
 
 def test_each_kind_logs_one_line_listing_its_ids(data: Path, caplog):
-    _edit(data, "appa_windows", 0, colour="red", ui_type="Text")
-    _edit(data, "appa_windows", 1, id=11, group=None)
-    _edit(data, "appa_windows", 2, bbox=[300, 700, 380, 1002], instruction_cn=None)
-    _edit(data, "appb_macos", 0, group=_DROP, colour="x", img_size=None)
-    _edit(data, "appb_macos", 1, ui_type="ICON", bbox=[1400, 848, 1407, 855])
+    edit_record(data, "appa_windows", 0, colour="red", ui_type="Text")
+    edit_record(data, "appa_windows", 1, id=11, group=None)
+    edit_record(data, "appa_windows", 2, bbox=[300, 700, 380, 1002], instruction_cn=None)
+    edit_record(data, "appb_macos", 0, group=DROP, colour="x", img_size=None)
+    edit_record(data, "appb_macos", 1, ui_type="ICON", bbox=[1400, 848, 1407, 855])
     with caplog.at_level(logging.WARNING, logger="regionfocus.screenspot_pro.dataset"):
         samples = load_dataset(data)
     assert len(samples) == 9
@@ -305,14 +292,14 @@ def test_warning_line_shortens_a_long_id_list():
 
 
 def test_missing_image_file_names_the_sample(data: Path):
-    _edit(data, "appb_macos", 2, img_filename="appb_macos/nowhere.png")
+    edit_record(data, "appb_macos", 2, img_filename="appb_macos/nowhere.png")
     (p,) = _problems(data)
     assert p.startswith("appb_macos.json[2] (id 'appb_2'): missing image file") and "nowhere.png" in p
 
 
 def test_unreadable_image_file(data: Path):
     (data / "images" / "appb_macos" / "broken.png").write_bytes(b"not a png")
-    _edit(data, "appb_macos", 2, img_filename="appb_macos/broken.png")
+    edit_record(data, "appb_macos", 2, img_filename="appb_macos/broken.png")
     (p,) = _problems(data)
     assert "appb_2" in p and "unreadable image file" in p
 
@@ -320,7 +307,7 @@ def test_unreadable_image_file(data: Path):
 @pytest.mark.parametrize(
     "change, needle",
     [
-        ({"bbox": _DROP}, "missing field(s): bbox"),
+        ({"bbox": DROP}, "missing field(s): bbox"),
         ({"bbox": None}, "bbox must be [x1, y1, x2, y2], got None"),
         ({"bbox": [1, 2, 3]}, "bbox must be [x1, y1, x2, y2], got [1, 2, 3]"),
         ({"bbox": ["1", 2, 3, 4]}, "bbox must be [x1, y1, x2, y2]"),
@@ -330,8 +317,8 @@ def test_unreadable_image_file(data: Path):
         ({"img_size": [1600, 900]}, "img_size 1600x900 does not match"),
         ({"id": None}, "id must be a non-empty string or an integer, got None"),
         ({"id": 1.5}, "id must be a non-empty string or an integer, got 1.5"),
-        ({"id": _DROP}, "missing field(s): id"),
-        ({"application": _DROP, "platform": ""}, "missing field(s): application"),
+        ({"id": DROP}, "missing field(s): id"),
+        ({"application": DROP, "platform": ""}, "missing field(s): application"),
         ({"platform": ""}, "platform must be a non-empty string, got ''"),
         ({"ui_type": "button"}, "ui_type must be one of text, icon, got 'button'"),
         ({"ui_type": None}, "ui_type must be one of text, icon, got None"),
@@ -339,25 +326,25 @@ def test_unreadable_image_file(data: Path):
     ],
 )
 def test_unusable_record_is_named_with_its_problem(data: Path, change, needle):
-    _edit(data, "appa_windows", 3, **change)
+    edit_record(data, "appa_windows", 3, **change)
     problems = _problems(data)
     assert problems and all(p.startswith("appa_windows.json[3]") for p in problems)
     assert any(needle in p for p in problems), problems
 
 
 def test_integer_id_colliding_with_a_string_id(data: Path):
-    _edit(data, "appa_windows", 0, id="5")
-    _edit(data, "appb_macos", 0, id=5)
+    edit_record(data, "appa_windows", 0, id="5")
+    edit_record(data, "appb_macos", 0, id=5)
     (p,) = _problems(data)
     assert "appb_macos.json[0] (id '5'): duplicate id '5' (first seen at appa_windows.json[0])" == p
 
 
 def test_every_bad_sample_is_listed_and_tolerated_ones_are_not(data: Path):
-    _edit(data, "appa_windows", 0, colour="red", group=None)  # tolerated
-    _edit(data, "appa_windows", 1, img_filename="appa_windows/gone.png")
-    _edit(data, "appa_windows", 2, bbox=_DROP)
-    _edit(data, "appb_macos", 0, bbox=[1500, 900, 1700, 950])
-    _edit(data, "appb_macos", 1, img_size=[800, 700])
+    edit_record(data, "appa_windows", 0, colour="red", group=None)  # tolerated
+    edit_record(data, "appa_windows", 1, img_filename="appa_windows/gone.png")
+    edit_record(data, "appa_windows", 2, bbox=DROP)
+    edit_record(data, "appb_macos", 0, bbox=[1500, 900, 1700, 950])
+    edit_record(data, "appb_macos", 1, img_size=[800, 700])
     problems = _problems(data, Selection(groups=("CAD",)))  # a filter never hides a bad record
     assert [p.split(":")[0] for p in problems] == [
         "appa_windows.json[1] (id 'appa_1')",

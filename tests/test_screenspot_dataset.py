@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -10,26 +9,12 @@ from PIL import Image
 
 from regionfocus.screenspot_pro.dataset import DatasetError, Selection, load_dataset
 
-from .test_screenspot_helpers import fresh_dataset
+from .test_screenspot_helpers import DROP, edit_record, fresh_dataset
 
 
 @pytest.fixture
 def data(tmp_path: Path) -> Path:
     return fresh_dataset(tmp_path / "data")
-
-
-def _edit(root: Path, task: str, index: int, **changes) -> None:
-    path = root / "annotations" / f"{task}.json"
-    recs = json.loads(path.read_text())
-    for k, v in changes.items():
-        if v is _DROP:
-            recs[index].pop(k)
-        else:
-            recs[index][k] = v
-    path.write_text(json.dumps(recs))
-
-
-_DROP = object()
 
 
 def _problems(root: Path) -> list[str]:
@@ -39,7 +24,7 @@ def _problems(root: Path) -> list[str]:
 
 
 def test_loads_in_deterministic_order_with_natural_ids(data: Path):
-    _edit(data, "appa_windows", 0, id="appa_10")  # "appa_10" sorts after "appa_4"
+    edit_record(data, "appa_windows", 0, id="appa_10")  # "appa_10" sorts after "appa_4"
     ids = [s.id for s in load_dataset(data)]
     assert ids == [
         "appa_1",
@@ -74,25 +59,25 @@ def test_unknown_task_names_the_available_files(data: Path):
 
 
 def test_missing_image_file(data: Path):
-    _edit(data, "appa_windows", 1, img_filename="appa_windows/gone.png")
+    edit_record(data, "appa_windows", 1, img_filename="appa_windows/gone.png")
     (p,) = _problems(data)
     assert "appa_windows.json[1]" in p and "missing image file" in p and "gone.png" in p
 
 
 def test_bbox_outside_image(data: Path):
-    _edit(data, "appb_macos", 0, bbox=[1500, 900, 1700, 950])
+    edit_record(data, "appb_macos", 0, bbox=[1500, 900, 1700, 950])
     (p,) = _problems(data)
     assert "appb_0" in p and "outside the image 1600x1000" in p
 
 
 def test_bbox_inverted(data: Path):
-    _edit(data, "appb_macos", 1, bbox=[300, 300, 200, 400])
+    edit_record(data, "appb_macos", 1, bbox=[300, 300, 200, 400])
     (p,) = _problems(data)
     assert "appb_1" in p and "inverted" in p
 
 
 def test_img_size_not_matching_file(data: Path):
-    _edit(data, "appa_windows", 2, img_size=[3840, 2160])
+    edit_record(data, "appa_windows", 2, img_size=[3840, 2160])
     (p,) = _problems(data)
     assert "appa_2" in p and "3840x2160 does not match" in p and "(1600x1000)" in p
 
@@ -110,7 +95,7 @@ def test_image_size_read_from_header_without_decoding(data: Path):
 def test_unknown_field_is_ignored_with_a_warning(data: Path):
     # The official script ignores fields it does not read (tests/test_dataset_tolerance.py
     # covers every tolerated problem); this used to stop the load.
-    _edit(data, "appa_windows", 3, colour="red")
+    edit_record(data, "appa_windows", 3, colour="red")
     samples = load_dataset(data)
     assert len(samples) == 9
     (w,) = samples.warnings
@@ -119,31 +104,31 @@ def test_unknown_field_is_ignored_with_a_warning(data: Path):
 
 def test_missing_field(data: Path):
     # A missing group is tolerated (the official script writes null); a missing bbox is not.
-    _edit(data, "appa_windows", 4, bbox=_DROP)
+    edit_record(data, "appa_windows", 4, bbox=DROP)
     (p,) = _problems(data)
     assert "appa_4" in p and "missing field(s): bbox" in p
 
 
 def test_duplicate_id(data: Path):
-    _edit(data, "appb_macos", 2, id="appa_0")
+    edit_record(data, "appb_macos", 2, id="appa_0")
     (p,) = _problems(data)
     assert "duplicate id 'appa_0'" in p and "appa_windows.json[0]" in p
 
 
 def test_bad_values(data: Path):
-    _edit(data, "appb_macos", 3, ui_type="button", img_size=[1600])
+    edit_record(data, "appb_macos", 3, ui_type="button", img_size=[1600])
     p1, p2 = _problems(data)
     assert "ui_type must be one of text, icon" in p1
     assert "img_size must be [width, height]" in p2
 
 
 def test_every_problem_listed_in_one_message(data: Path):
-    _edit(data, "appa_windows", 1, img_filename="appa_windows/gone.png")
-    _edit(data, "appa_windows", 3, colour="red")  # tolerated: not among the problems
-    _edit(data, "appb_macos", 0, bbox=[1500, 900, 1700, 950])
-    _edit(data, "appb_macos", 1, bbox=[300, 300, 200, 400])
-    _edit(data, "appb_macos", 2, id="appa_0", img_size=[800, 600])
-    _edit(data, "appb_macos", 3, instruction=_DROP)
+    edit_record(data, "appa_windows", 1, img_filename="appa_windows/gone.png")
+    edit_record(data, "appa_windows", 3, colour="red")  # tolerated: not among the problems
+    edit_record(data, "appb_macos", 0, bbox=[1500, 900, 1700, 950])
+    edit_record(data, "appb_macos", 1, bbox=[300, 300, 200, 400])
+    edit_record(data, "appb_macos", 2, id="appa_0", img_size=[800, 600])
+    edit_record(data, "appb_macos", 3, instruction=DROP)
     with pytest.raises(DatasetError) as e:
         load_dataset(data, Selection(groups=("Dev",)))  # a filter never hides a broken record
     msg = str(e.value)

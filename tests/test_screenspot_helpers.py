@@ -247,3 +247,18 @@ def cli_main() -> int:
     from regionfocus.screenspot_pro.cli import main
 
     return main(sys.argv[1:], model=ColourModel(latency=float(os.environ.get("COLOUR_MODEL_LATENCY", "0"))))
+
+
+DROP = object()  # edit_record(..., field=DROP) removes the field
+
+
+def edit_record(root: Path, task: str, index: int, **changes) -> None:
+    """Change (or with DROP, remove) fields of record ``index`` of annotation file ``task``."""
+    path = root / "annotations" / f"{task}.json"
+    recs = json.loads(path.read_text())
+    for k, v in changes.items():
+        if v is DROP:
+            recs[index].pop(k)
+        else:
+            recs[index][k] = v
+    path.write_text(json.dumps(recs))
