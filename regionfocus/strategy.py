@@ -195,7 +195,7 @@ class Ledger:
 
     def reserve(self, kind: str) -> int:
         """Take the next place in the call record (filled by :meth:`call` with ``slot``)."""
-        self.result.calls.append(CostedCall(kind, "", 0.0))
+        self.result.calls.append(CostedCall(kind=kind))
         return len(self.result.calls) - 1
 
     def add(self, record: CallRecord, size: tuple[int, int] | None, *, model: Any = None) -> None:

@@ -14,38 +14,21 @@ from .model import ModelReply, Usage
 
 
 @dataclass
-class CallRecord:
-    """One model call: what was asked (``kind``), the raw text, cost and any error.
-    ``encode_s`` / ``image_bytes``: the client CPU spent encoding the request's images and
-    their size as sent, when the backend measures them."""
+class CallRecord(Usage):
+    """One model call: what was asked (``kind``), the raw text, and its cost and error (the
+    :class:`~regionfocus.model.Usage` the backend reported, field for field)."""
 
-    kind: str
-    text: str
-    latency_s: float
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    error: str | None = None
-    endpoint: str | None = None
-    encode_s: float | None = None
-    image_bytes: int | None = None
+    kind: str = ""
+    text: str = ""
 
     @classmethod
     def from_reply(cls, kind: str, reply: ModelReply) -> CallRecord:
-        u = reply.usage
-        return cls(
-            kind,
-            reply.text,
-            u.latency_s,
-            u.prompt_tokens,
-            u.completion_tokens,
-            u.error,
-            u.endpoint,
-            getattr(u, "encode_s", None),
-            getattr(u, "image_bytes", None),
-        )
+        return cls(kind=kind, text=reply.text, **vars(reply.usage))
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if v is not None}
+        d = {"kind": self.kind, "text": self.text}  # what was asked first, then its cost
+        d.update((k, v) for k, v in vars(self).items() if v is not None and k not in d)
+        return d
 
 
 @dataclass
