@@ -14,7 +14,8 @@ import pytest
 
 from regionfocus.actions import ActionType
 from regionfocus.adapters import get_adapter
-from regionfocus.adapters.agents.react_agent import _first_number, parse_answer
+from regionfocus.adapters.agents.react_agent import parse_answer
+from regionfocus.adapters.agents.text_focus import _first_number
 from regionfocus.adapters.families.answers import find_coordinates, parse_choice, parse_verdict
 from regionfocus.adapters.families.qwen import parse_qwen
 from regionfocus.adapters.families.uitars import parse_uitars

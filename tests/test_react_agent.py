@@ -17,8 +17,8 @@ from regionfocus.adapters.agents.react_agent import (
     format_command,
     load_exemplar,
     parse_answer,
-    text_region_focus,
 )
+from regionfocus.adapters.agents.text_focus import text_region_focus
 from regionfocus.adapters.backends.openai_http import OpenAIBackend
 from regionfocus.adapters.perception.screen_text import ScreenElement, ScreenText
 from regionfocus.adapters.reasoning.coat import CoatConfig, CoatHistory

@@ -31,7 +31,8 @@ from importlib import resources
 from pathlib import Path
 
 from regionfocus.actions import ActionType
-from regionfocus.adapters.agents.react_agent import ReactAgent, format_command, text_region_focus
+from regionfocus.adapters.agents.react_agent import ReactAgent, format_command
+from regionfocus.adapters.agents.text_focus import text_region_focus
 from regionfocus.adapters.backends.base import ChatBackend
 from regionfocus.adapters.perception.screen_text import ScreenText, describe_screen
 from regionfocus.adapters.reasoning.coat import CoatConfig, CoatHistory, CoatStep

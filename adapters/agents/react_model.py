@@ -45,13 +45,12 @@ from PIL import Image
 
 from regionfocus.actions import Action
 from regionfocus.adapters.agents.react_agent import (
-    CHOICE_PROMPT,
-    VIEW_PROMPT,
     ReactAgent,
     exemplar_tasks,
     format_command,
     parse_answer,
 )
+from regionfocus.adapters.agents.text_focus import CHOICE_PROMPT, VIEW_PROMPT
 from regionfocus.adapters.backends.base import ChatBackend, Message
 from regionfocus.adapters.families.answers import find_coordinates, parse_choice, parse_verdict
 from regionfocus.adapters.model_text import finite_number, json_objects
