@@ -13,9 +13,7 @@ and ``max_tokens`` explicitly.
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import itertools
-import json
 import logging
 import os
 import random
@@ -29,6 +27,13 @@ from typing import Any
 from regionfocus.adapters.backends import body_json
 from regionfocus.adapters.backends.base import ChatResponse, Message
 from regionfocus.adapters.backends.encoding import ImageEncoder, LocalFiles
+from regionfocus.adapters.backends.openai_replies import (
+    MAX_RETRY_AFTER_S,
+    classify_failure,
+    completion_choices,
+    completion_text,
+    describe_failure,
+)
 from regionfocus.adapters.redact import (
     protect_http_logs,
     redact_text,
@@ -55,8 +60,6 @@ _NAMED_PARAMS = frozenset(
         "logit_bias",
     }
 )
-_RETRY_STATUS = frozenset({408, 409, 429})
-_MAX_RETRY_AFTER_S = 120.0
 
 
 class BackendError(RuntimeError):
@@ -78,10 +81,6 @@ class BackendError(RuntimeError):
         self.attempts = attempts
         self.status = status
         self.retryable = retryable
-
-
-class MalformedResponseError(Exception):
-    """The server answered 2xx with something that is not a usable chat completion."""
 
 
 @dataclass
@@ -217,7 +216,7 @@ class OpenAIBackend:
         and retries included); ``usage.endpoint`` the base URL that answered. Raises
         :class:`BackendError` once retries are spent or on a non-retryable 4xx."""
         options = {"max_tokens": max_tokens, "temperature": temperature, **sampling}
-        text, usage = await self._send(messages, options, _completion_text)
+        text, usage = await self._send(messages, options, completion_text)
         return ChatResponse(text=text, usage=usage)
 
     async def complete_n(
@@ -237,7 +236,7 @@ class OpenAIBackend:
             raise ValueError(f"complete_n: n must be >= 1, got {n}")
         extra = {"n": int(n), **({"logprobs": True} if logprobs else {}), **sampling}
         options = {"max_tokens": max_tokens, "temperature": temperature, **extra}
-        return await self._send(messages, options, _completion_choices)
+        return await self._send(messages, options, completion_choices)
 
     async def _send(self, messages: list[Message], options: dict[str, Any], parse: Any) -> tuple[Any, Usage]:
         """Build the body (images encoded in a worker thread), send it with retries, and fall
@@ -322,8 +321,8 @@ class OpenAIBackend:
                 if isinstance(exc, asyncio.CancelledError) or not isinstance(exc, Exception):
                     raise
                 where = endpoint.base_url if endpoint else self._endpoints[0].base_url
-                retryable, status, retry_after = _classify(exc)
-                reason = self._redact(_describe(exc, self.timeout))
+                retryable, status, retry_after = classify_failure(exc)
+                reason = self._redact(describe_failure(exc, self.timeout))
                 if not retryable or attempts > self.max_retries:
                     raise BackendError(
                         f"chat completion failed after {attempts} attempt(s) at {where}: {reason}",
@@ -434,7 +433,7 @@ class OpenAIBackend:
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
-            return min(max(retry_after, 0.0), _MAX_RETRY_AFTER_S)
+            return min(max(retry_after, 0.0), MAX_RETRY_AFTER_S)
         # Exponential backoff with "equal jitter": half fixed, half random, so synchronized
         # failures of a concurrent round do not retry in lockstep.
         base = min(self.backoff * (2 ** (attempt - 1)), self.max_backoff)
@@ -564,102 +563,3 @@ def _endpoint(url: str) -> _Endpoint:
 def _merged(kwargs: dict[str, Any]) -> dict[str, Any]:
     """``create``'s arguments as the JSON body it sends: ``extra_body`` merged in."""
     return {**{k: v for k, v in kwargs.items() if k != "extra_body"}, **kwargs.get("extra_body", {})}
-
-
-def _completion_text(completion: Any) -> str:
-    """The first choice's text; tool calls returned as structured data (a server started with a
-    tool parser) are rendered back as the ``<tool_call>`` text the adapters parse."""
-    if isinstance(completion, (str, bytes)) or not hasattr(completion, "choices"):
-        raise MalformedResponseError(f"response is not a chat completion object: {str(completion)[:200]!r}")
-    if not completion.choices:
-        raise MalformedResponseError("response has no choices")
-    message = getattr(completion.choices[0], "message", None)
-    if message is None:
-        raise MalformedResponseError("first choice has no message")
-    text = message.content or ""
-    for call in getattr(message, "tool_calls", None) or []:
-        function = getattr(call, "function", None)
-        if function is None:
-            continue
-        try:
-            arguments = json.loads(function.arguments or "{}")
-        except ValueError:
-            arguments = function.arguments
-        text += "<tool_call>" + json.dumps({"name": function.name, "arguments": arguments}) + "</tool_call>"
-    return text
-
-
-def _completion_choices(completion: Any) -> list[tuple[str, list[float] | None]]:
-    """Every choice's text (as :func:`_completion_text` renders it) with its tokens'
-    log-probabilities (None when the server sent none)."""
-    first = _completion_text(completion)  # validates the shape
-    out = []
-    for i, choice in enumerate(completion.choices):
-        if i == 0:
-            text = first
-        else:
-            message = getattr(choice, "message", None)
-            text = (getattr(message, "content", None) or "") if message is not None else ""
-        content = getattr(getattr(choice, "logprobs", None), "content", None)
-        lps = (
-            [float(t.logprob) for t in content if getattr(t, "logprob", None) is not None]
-            if content
-            else None
-        )
-        out.append((text, lps or None))
-    return out
-
-
-def _classify(exc: Exception) -> tuple[bool, int | None, float | None]:
-    """(retryable, HTTP status, Retry-After seconds) for an attempt's exception."""
-    import openai
-
-    if isinstance(exc, (asyncio.TimeoutError, openai.APIConnectionError)):  # includes APITimeoutError
-        return True, None, None
-    if isinstance(exc, openai.APIStatusError):
-        status = exc.status_code
-        retry_after = _retry_after(exc.response.headers) if status == 429 else None
-        return (status in _RETRY_STATUS or status >= 500), status, retry_after
-    if isinstance(exc, (MalformedResponseError, openai.APIResponseValidationError, ValueError)):
-        # ValueError covers json.JSONDecodeError and pydantic validation of a 2xx body.
-        return True, None, None
-    return False, None, None
-
-
-def _retry_after(headers: Any) -> float | None:
-    """Seconds from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
-    value = headers.get("retry-after-ms")
-    if value is not None:
-        try:
-            return float(value) / 1000.0
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        pass
-    try:
-        parsed = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, parsed.timestamp() - time.time())
-
-
-def _describe(exc: Exception, timeout: float) -> str:
-    import openai
-
-    if isinstance(exc, (asyncio.TimeoutError, openai.APITimeoutError)):
-        return f"timed out after {timeout:g}s"
-    if isinstance(exc, openai.APIStatusError):
-        return f"HTTP {exc.status_code}: {str(exc.message)[:300]}"
-    if isinstance(exc, openai.APIConnectionError):
-        cause = exc.__cause__
-        return f"connection error ({type(cause).__name__ if cause else 'unknown'})"
-    if isinstance(exc, MalformedResponseError):
-        return f"malformed response: {exc}"
-    if isinstance(exc, json.JSONDecodeError):
-        return f"malformed response: body is not valid JSON ({exc.msg} at char {exc.pos})"
-    return f"{type(exc).__name__}: {str(exc)[:300]}"

@@ -1,0 +1,116 @@
+"""Reading what an OpenAI-compatible server answered: a completion's text and choices, whether
+a failure is worth another try and after how long, and the one line that describes it."""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import time
+from typing import Any
+
+RETRY_STATUS = frozenset({408, 409, 429})
+MAX_RETRY_AFTER_S = 120.0
+
+
+class MalformedResponseError(Exception):
+    """The server answered 2xx with something that is not a usable chat completion."""
+
+
+def completion_text(completion: Any) -> str:
+    """The first choice's text; tool calls returned as structured data (a server started with a
+    tool parser) are rendered back as the ``<tool_call>`` text the adapters parse."""
+    if isinstance(completion, (str, bytes)) or not hasattr(completion, "choices"):
+        raise MalformedResponseError(f"response is not a chat completion object: {str(completion)[:200]!r}")
+    if not completion.choices:
+        raise MalformedResponseError("response has no choices")
+    message = getattr(completion.choices[0], "message", None)
+    if message is None:
+        raise MalformedResponseError("first choice has no message")
+    text = message.content or ""
+    for call in getattr(message, "tool_calls", None) or []:
+        function = getattr(call, "function", None)
+        if function is None:
+            continue
+        try:
+            arguments = json.loads(function.arguments or "{}")
+        except ValueError:
+            arguments = function.arguments
+        text += "<tool_call>" + json.dumps({"name": function.name, "arguments": arguments}) + "</tool_call>"
+    return text
+
+
+def completion_choices(completion: Any) -> list[tuple[str, list[float] | None]]:
+    """Every choice's text (as :func:`completion_text` renders it) with its tokens'
+    log-probabilities (None when the server sent none)."""
+    first = completion_text(completion)  # validates the shape
+    out = []
+    for i, choice in enumerate(completion.choices):
+        if i == 0:
+            text = first
+        else:
+            message = getattr(choice, "message", None)
+            text = (getattr(message, "content", None) or "") if message is not None else ""
+        content = getattr(getattr(choice, "logprobs", None), "content", None)
+        lps = (
+            [float(t.logprob) for t in content if getattr(t, "logprob", None) is not None]
+            if content
+            else None
+        )
+        out.append((text, lps or None))
+    return out
+
+
+def classify_failure(exc: Exception) -> tuple[bool, int | None, float | None]:
+    """(retryable, HTTP status, Retry-After seconds) for an attempt's exception."""
+    import openai
+
+    if isinstance(exc, (asyncio.TimeoutError, openai.APIConnectionError)):  # includes APITimeoutError
+        return True, None, None
+    if isinstance(exc, openai.APIStatusError):
+        status = exc.status_code
+        retry_after = retry_after_header(exc.response.headers) if status == 429 else None
+        return (status in RETRY_STATUS or status >= 500), status, retry_after
+    if isinstance(exc, (MalformedResponseError, openai.APIResponseValidationError, ValueError)):
+        # ValueError covers json.JSONDecodeError and pydantic validation of a 2xx body.
+        return True, None, None
+    return False, None, None
+
+
+def retry_after_header(headers: Any) -> float | None:
+    """Seconds from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
+    value = headers.get("retry-after-ms")
+    if value is not None:
+        try:
+            return float(value) / 1000.0
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        parsed = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, parsed.timestamp() - time.time())
+
+
+def describe_failure(exc: Exception, timeout: float) -> str:
+    import openai
+
+    if isinstance(exc, (asyncio.TimeoutError, openai.APITimeoutError)):
+        return f"timed out after {timeout:g}s"
+    if isinstance(exc, openai.APIStatusError):
+        return f"HTTP {exc.status_code}: {str(exc.message)[:300]}"
+    if isinstance(exc, openai.APIConnectionError):
+        cause = exc.__cause__
+        return f"connection error ({type(cause).__name__ if cause else 'unknown'})"
+    if isinstance(exc, MalformedResponseError):
+        return f"malformed response: {exc}"
+    if isinstance(exc, json.JSONDecodeError):
+        return f"malformed response: body is not valid JSON ({exc.msg} at char {exc.pos})"
+    return f"{type(exc).__name__}: {str(exc)[:300]}"
