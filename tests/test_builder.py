@@ -23,6 +23,7 @@ from regionfocus.screenspot_pro.builder import (
     build_sample,
     builtin_dataset_dir,
     is_complete,
+    targets,
 )
 
 GROUPS = {"Dev", "Creative", "CAD", "Scientific", "Office", "OS"}
@@ -240,14 +241,14 @@ def test_cache_key_tracks_parameters(tmp_path: Path, monkeypatch):
 
 def test_occurrences_are_whole_word_and_case_insensitive():
     units = ["Submit", "submit form", "Resubmit", "OK", "ok?"]
-    assert builder._occurrences("submit", units) == 2
-    assert builder._occurrences("ok", units) == 2
-    assert builder._occurrences("form", units) == 1
-    assert builder._occurrences("sub", units) == 0
+    assert targets._occurrences("submit", units) == 2
+    assert targets._occurrences("ok", units) == 2
+    assert targets._occurrences("form", units) == 1
+    assert targets._occurrences("sub", units) == 0
     # Letters beyond ASCII are word characters; matches do not overlap.
-    assert builder._occurrences("caf", ["café", "caf-e"]) == 1
-    assert builder._occurrences("a a", ["a a a"]) == 1
-    assert builder._occurrences("ab", "ab\nab") == 2
+    assert targets._occurrences("caf", ["café", "caf-e"]) == 1
+    assert targets._occurrences("a a", ["a a a"]) == 1
+    assert targets._occurrences("ab", "ab\nab") == 2
 
 
 def test_select_targets_respects_quotas_and_never_overlaps():
@@ -261,22 +262,22 @@ def test_select_targets_respects_quotas_and_never_overlaps():
         kind = "tool" if bucket == "tool" else "text"
         pool.append({"bucket": bucket, "kind": kind, "text": f"t{i}", "bbox": [x, y, x + 30, y + 30]})
     pool.append({"bucket": "tile-text", "kind": "text", "text": "dup", "bbox": [5, 5, 20, 20]})
-    chosen = builder._select_targets(pool, rng)
+    chosen = targets.select_targets(pool, rng)
     assert len(chosen) == TARGETS_PER_SCREEN
     for i, a in enumerate(chosen):
         for b in chosen[i + 1 :]:
-            assert not builder._overlaps(a["bbox"], b["bbox"])
-    counts = {b: sum(c["bucket"] == b for c in chosen) for b, _ in builder.QUOTAS}
-    assert all(counts[b] >= min(q, 1) for b, q in builder.QUOTAS)
+            assert not targets._overlaps(a["bbox"], b["bbox"])
+    counts = {b: sum(c["bucket"] == b for c in chosen) for b, _ in targets.QUOTAS}
+    assert all(counts[b] >= min(q, 1) for b, q in targets.QUOTAS)
 
 
 def test_int_box_covers_the_float_rect_and_stays_on_screen():
-    assert builder._int_box([10.2, 5.0, 20.1, 9.5]) == [10, 5, 21, 10]
-    assert builder._int_box([-3.0, -1.0, 5000.0, 3000.0]) == [0, 0, 3840, 2160]
+    assert targets._int_box([10.2, 5.0, 20.1, 9.5]) == [10, 5, 21, 10]
+    assert targets._int_box([-3.0, -1.0, 5000.0, 3000.0]) == [0, 0, 3840, 2160]
     # CSS px -> image px at a UI scale, rounded outward.
-    assert builder._int_box([10.2, 5.0, 20.1, 9.5], 1.5) == [15, 7, 31, 15]
-    assert builder._int_box([10.25, 5.5, 20.0, 9.75], 2.0) == [20, 11, 40, 20]
-    assert builder._int_box([0.0, 0.0, 2560.0, 1440.0], 1.5) == [0, 0, 3840, 2160]
+    assert targets._int_box([10.2, 5.0, 20.1, 9.5], 1.5) == [15, 7, 31, 15]
+    assert targets._int_box([10.25, 5.5, 20.0, 9.75], 2.0) == [20, 11, 40, 20]
+    assert targets._int_box([0.0, 0.0, 2560.0, 1440.0], 1.5) == [0, 0, 3840, 2160]
 
 
 def test_layout_rejects_unknown_scales():
