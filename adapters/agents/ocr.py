@@ -21,13 +21,13 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from PIL import Image
 
 from regionfocus.actions import Action, ActionType
+from regionfocus.adapters.agents.ocr_seen import Seen, grow_box, unread_ink_peak
 from regionfocus.adapters.perception.ocr_text import (
     Match,
     ParsedInstruction,
@@ -40,7 +40,7 @@ from regionfocus.adapters.perception.ocr_text import (
 )
 from regionfocus.geometry import Box, Point, box_around
 from regionfocus.model import ModelReply, Option, Query, Usage, Verdict
-from regionfocus.stars import STAR_FILL, star_radius
+from regionfocus.stars import star_radius
 
 DEFAULT_BUDGET = 1_000_000  # px; about what a 7B VLM sees of a screenshot (~1280x768)
 
@@ -186,41 +186,6 @@ def _build_engine(threads: int):
         session = ort.InferenceSession(str(path), sess_options=opts, providers=["CPUExecutionProvider"])
         engine.cfg[section].session = session
     return engine
-
-
-@dataclass
-class Seen:
-    """What the agent saw of one image: its budget rendering and the OCR lines read from it.
-
-    ``size``: the given image's (W, H); ``array``: the budget image (H', W', 3) uint8; line
-    boxes are in budget pixels. ``through_stars``: read from an annotated image because no
-    clean version of the screen had been seen.
-    """
-
-    size: tuple[int, int]
-    array: np.ndarray
-    lines: list[TextLine]
-    through_stars: bool = False
-    ocr_s: float = 0.0
-
-    @property
-    def budget(self) -> tuple[int, int]:
-        return self.array.shape[1], self.array.shape[0]
-
-    @property
-    def sx(self) -> float:
-        """Given-image pixels per budget pixel, horizontally."""
-        return self.size[0] / self.array.shape[1]
-
-    @property
-    def sy(self) -> float:
-        return self.size[1] / self.array.shape[0]
-
-    def to_image(self, p: Point) -> Point:
-        return Point(p.x * self.sx, p.y * self.sy)
-
-    def to_budget(self, p: Point) -> Point:
-        return Point(p.x / self.sx, p.y / self.sy)
 
 
 class OcrAgent:
@@ -511,7 +476,7 @@ class OcrAgent:
         near, echoed = [], []
         for i, ln in enumerate(readable):
             pad = 0.5 * ln.box.height + 1.0
-            if _grow(ln.box, pad).contains(p):
+            if grow_box(ln.box, pad).contains(p):
                 (echoed if i in echo else near).append(ln)
         if not near:
             return None, " | ".join(f"{ln.text} (the instruction)" for ln in echoed)
@@ -519,7 +484,7 @@ class OcrAgent:
         best = None
         for m in best_matches(parsed, near):
             pad = 0.5 * m.box.height + 1.0
-            if _grow(m.box, pad).contains(p) and (best is None or m.score > best.score):
+            if grow_box(m.box, pad).contains(p) and (best is None or m.score > best.score):
                 best = m
         if best is None:  # the point is on the line but off the matched words
             ms = best_matches(parsed, near)
@@ -545,7 +510,7 @@ class OcrAgent:
             p = seen.to_image(m.box.center)
             if free(p):
                 return p, f'partial match "{m.text}" score={m.score:.2f}'
-        ink = _unread_ink_peak(seen, readable, avoid, keep_out)
+        ink = unread_ink_peak(seen, readable, avoid, keep_out)
         if ink is not None:
             return ink, "densest unreadable small text"
         overlaps = [(token_overlap(parsed.target, ln), ln) for ln in lines] if parsed.target else []
@@ -577,69 +542,3 @@ class OcrAgent:
         return ModelReply(
             text, action=action, point=point, verdict=verdict, choice=choice, box=box, usage=usage
         )
-
-
-def _grow(b: Box, pad: float) -> Box:
-    return Box(b.left - pad, b.top - pad, b.right + pad, b.bottom + pad)
-
-
-def _box_sum(a: np.ndarray, kh: int, kw: int) -> np.ndarray:
-    """Sum of every kh x kw window of ``a`` ("valid" positions), via an integral image."""
-    c = np.pad(a, ((1, 0), (1, 0))).cumsum(0).cumsum(1)
-    return c[kh:, kw:] - c[:-kh, kw:] - c[kh:, :-kw] + c[:-kh, :-kw]
-
-
-def _unread_ink_peak(
-    seen: Seen, readable: list[TextLine], avoid: list[Point], keep_out: float
-) -> Point | None:
-    """The centroid of the densest patch of fine detail the OCR did not read, away from stars.
-
-    Fine detail = pixels that differ from their 5x5 neighbourhood mean (strokes of small text,
-    icons); read lines and pink stars are masked out, so what remains is what the agent sees
-    but cannot read. The patch is a fifth of the image on each side: well inside the paper's
-    smallest box (0.3 x 0.3), so a view centred on it contains it.
-    """
-    a = seen.array.astype(np.float32)
-    gray = a @ np.array([0.299, 0.587, 0.114], dtype=np.float32)
-    hh, ww = gray.shape
-    if hh < 10 or ww < 10:
-        return None
-    blur = _box_sum(np.pad(gray, 2, mode="edge"), 5, 5) / 25.0
-    ink = np.abs(gray - blur) > 18.0
-    star = (
-        (np.abs(a[..., 0] - STAR_FILL[0]) < 40)
-        & (np.abs(a[..., 1] - STAR_FILL[1]) < 60)
-        & (np.abs(a[..., 2] - STAR_FILL[2]) < 60)
-    )
-    ink &= ~star
-    for ln in readable:
-        pad = 2 + 0.3 * ln.box.height
-        b = _grow(ln.box, pad)
-        ink[max(0, int(b.top)) : int(math.ceil(b.bottom)), max(0, int(b.left)) : int(math.ceil(b.right))] = (
-            False
-        )
-    r_budget = keep_out / min(seen.sx, seen.sy) + 2
-    ys, xs = np.ogrid[:hh, :ww]
-    for p in avoid:
-        q = seen.to_budget(p)
-        ink &= (xs - q.x) ** 2 + (ys - q.y) ** 2 > (3.5 * r_budget) ** 2
-    # Coarse cells (4 px) keep the window sums cheap.
-    cell = 4
-    gh, gw = hh // cell, ww // cell
-    if gh < 2 or gw < 2:
-        return None
-    grid = ink[: gh * cell, : gw * cell].reshape(gh, cell, gw, cell).mean(axis=(1, 3))
-    kh, kw = max(1, round(gh * 0.2)), max(1, round(gw * 0.2))
-    sums = _box_sum(grid, kh, kw)
-    if sums.size == 0 or sums.max() < 0.01 * kh * kw:
-        return None
-    j, i = np.unravel_index(int(np.argmax(sums)), sums.shape)  # first maximum: deterministic
-    win = grid[j : j + kh, i : i + kw]
-    wy, wx = np.nonzero(win > 0)
-    weights = win[wy, wx]
-    cy = (j + (wy * weights).sum() / weights.sum() + 0.5) * cell
-    cx = (i + (wx * weights).sum() / weights.sum() + 0.5) * cell
-    p = seen.to_image(Point(float(cx), float(cy)))
-    if any(p.distance(q) <= keep_out for q in avoid):
-        return None
-    return p
