@@ -18,7 +18,7 @@ from PIL import Image
 
 from regionfocus import ModelReply, Point, RegionFocusAgent, Verdict, crop_view
 from regionfocus.actions import click
-from regionfocus.adapters.families.vlm import GIVEN_SIZE_KEY, given_size
+from regionfocus.adapters.families.prompting import GIVEN_SIZE_KEY, given_size
 from regionfocus.adapters.registry import get_adapter
 from regionfocus.geometry import Box
 from regionfocus.stars import draw_stars, mark_for_model

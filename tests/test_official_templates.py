@@ -14,7 +14,7 @@ from PIL import Image
 
 from regionfocus.adapters import get_adapter
 from regionfocus.adapters.backends.base import ChatResponse
-from regionfocus.adapters.families.vlm import render
+from regionfocus.adapters.families.prompting import render
 from regionfocus.model import Query
 
 # likaixin2000/ScreenSpot-Pro-GUI-Grounding, models/qwen2_5vl.py @ 588f1f25a59318d49cf2a657e8dc18529c723713:

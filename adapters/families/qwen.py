@@ -19,8 +19,9 @@ from PIL import Image
 from regionfocus.actions import Action, ActionType
 from regionfocus.adapters.backends.base import Message
 from regionfocus.adapters.families.answers import bare_click, coords_from_value, split_keys, typed_text
+from regionfocus.adapters.families.prompting import Prompt, render
 from regionfocus.adapters.families.resize import ResizeSpec
-from regionfocus.adapters.families.vlm import Prompt, VlmAdapter, model_extent, render
+from regionfocus.adapters.families.vlm import VlmAdapter, model_extent
 from regionfocus.adapters.model_text import STRICT_JSON, bounded, finite_number, sound_action
 from regionfocus.geometry import Point
 from regionfocus.model import Query

@@ -24,8 +24,9 @@ from regionfocus.adapters.families.answers import (
     typed_text,
     unescape_model_string,
 )
+from regionfocus.adapters.families.prompting import Prompt, render
 from regionfocus.adapters.families.resize import ResizeSpec
-from regionfocus.adapters.families.vlm import Prompt, VlmAdapter, render
+from regionfocus.adapters.families.vlm import VlmAdapter
 from regionfocus.adapters.model_text import bounded, sound_action
 from regionfocus.geometry import Point
 from regionfocus.model import Query

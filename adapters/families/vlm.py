@@ -17,66 +17,26 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
-from functools import lru_cache
-from importlib import resources
-from string import Template
 from typing import Any, Literal
 
 from PIL import Image
 
 from regionfocus.actions import Action, ActionType
 from regionfocus.adapters.backends.base import DERIVED_ROWS_KEY, ChatBackend, Message
-from regionfocus.adapters.families.answers import find_coordinates, parse_choice, parse_verdict
+from regionfocus.adapters.families.answers import find_coordinates
+from regionfocus.adapters.families.prompting import GIVEN_SIZE_KEY, Prompt, given_size
 from regionfocus.adapters.families.resize import Resized, ResizeSpec, resize_for_model
+from regionfocus.adapters.families.round_requests import RoundRequests
+from regionfocus.adapters.families.star_patch import rows_touched, starred_patch
 from regionfocus.adapters.model_text import bounded, sound_action
 from regionfocus.geometry import Box, Point
 from regionfocus.model import ModelReply, Option, Query, Turn
-from regionfocus.stars import draw_stars, star_extent
+from regionfocus.stars import draw_stars
 
 Frame = Literal["relative", "absolute"]
 RELATIVE_SCALE = 1000.0  # UI-TARS 1.0 and Qwen3-VL write 0-1000 on each axis
-# A choice answered with a point picks the nearest candidate within this fraction of the image's
-# long side (77 px on a 3840-px screenshot): about twice a star's reach, so a point aimed at a
-# star counts and a point somewhere else does not.
-CHOICE_POINT_TOLERANCE = 0.02
 
 log = logging.getLogger(__name__)
-
-# An image :meth:`VlmAdapter.annotate` made stands for a screenshot of another size: the size of
-# that screenshot travels in the image's ``info`` (PIL keeps it on copies), and every point of
-# a request about the image is in the screenshot's pixels.
-GIVEN_SIZE_KEY = "regionfocus.given_size"
-
-
-def given_size(image: Image.Image) -> tuple[int, int]:
-    """(W, H) of the frame a request's points are in: the screenshot an annotated model-size
-    image stands for, or the image's own size."""
-    g = image.info.get(GIVEN_SIZE_KEY)
-    return (int(g[0]), int(g[1])) if g else image.size
-
-
-@dataclass
-class Prompt:
-    """A request as messages, and the assistant pre-fill the answer continues (may be empty)."""
-
-    messages: list[Message]
-    prefill: str = ""
-
-
-# ------------------------------------------------------------------ prompt templates
-@lru_cache(maxsize=64)
-def load_prompt(name: str) -> Template:
-    """The template ``adapters/families/prompts/<name>`` (``$var`` placeholders, string.Template)."""
-    text = (
-        resources.files("regionfocus.adapters.families").joinpath("prompts", name).read_text(encoding="utf-8")
-    )
-    return Template(text)
-
-
-def render(name: str, **values: Any) -> str:
-    """Fill a template; a missing placeholder raises KeyError naming it (a bug, not input)."""
-    return load_prompt(name).substitute({k: str(v) for k, v in values.items()})
 
 
 # ------------------------------------------------------------------ frame maps
@@ -106,55 +66,8 @@ def to_model(
     return p.x * ew / given[0], p.y * eh / given[1]
 
 
-def _starred_patch(
-    image: Image.Image,
-    model_size: tuple[int, int],
-    points: Sequence[Point],
-    labels: Sequence[str] | None,
-    scale: float,
-) -> tuple[Image.Image, tuple[int, int]]:
-    """(patch, (left, top)): the part of the model-size copy of ``image`` that stars at
-    ``points`` change, computed as today's path computes it (stars drawn at full resolution,
-    then shrunk with Pillow's bicubic, the adapter's filter for shrinks) but only over the
-    stars' extent: a small full-resolution crop is drawn on and resampled onto exactly the
-    model grid (``box=``), so the patch matches the whole-image resize pixel for pixel, up to
-    rounding, and a shrunk star keeps today's soft look instead of a sharp 1-px outline."""
-    W, H = image.size
-    mw, mh = model_size
-    sx, sy = mw / W, mh / H
-    ext = star_extent((W, H), points, labels, scale)
-    left, top = min(b.left for b in ext), min(b.top for b in ext)
-    right, bottom = max(b.right for b in ext), max(b.bottom for b in ext)
-    # Output pixels the stars can reach (bicubic support: 2 output pixels each side), and the
-    # full-resolution pixels their filters read (2 / s each side, plus a pixel for rounding).
-    ml, mt = max(0, int(left * sx) - 3), max(0, int(top * sy) - 3)
-    mr, mb = min(mw, int(right * sx) + 4), min(mh, int(bottom * sy) + 4)
-    cx, cy = int(2 / sx) + 2, int(2 / sy) + 2
-    fl, ft = max(0, int(ml / sx) - cx), max(0, int(mt / sy) - cy)
-    fr, fb = min(W, int(mr / sx) + cx + 1), min(H, int(mb / sy) + cy + 1)
-    crop = image.crop((fl, ft, fr, fb))
-    if crop.mode != "RGB":
-        crop = crop.convert("RGB")
-    draw_stars(crop, points, labels, scale=scale, origin=(fl, ft), frame=(W, H), in_place=True)
-    box = (ml / sx - fl, mt / sy - ft, mr / sx - fl, mb / sy - ft)
-    return crop.resize((mr - ml, mb - mt), Image.Resampling.BICUBIC, box=box), (ml, mt)
-
-
-def _rows_touched(
-    given: tuple[int, int], points: Sequence[Point], labels: Sequence[str] | None, scale: float, sy: float
-) -> tuple[int, int]:
-    """Rows of the model-size copy that stars drawn for ``points`` (pixels of a ``given``-size
-    screenshot) may change, with a margin for antialiasing and rounding."""
-    if not points:
-        return (0, 0)
-    ext = star_extent(given, points, labels, scale)
-    return max(0, math.floor(min(b.top for b in ext) * sy) - 8), math.ceil(
-        max(b.bottom for b in ext) * sy
-    ) + 8
-
-
 # ------------------------------------------------------------------ the adapter
-class VlmAdapter:
+class VlmAdapter(RoundRequests):
     """A GroundingModel over a :class:`~regionfocus.adapters.backends.base.ChatBackend` for one model family.
 
     Subclasses set ``name``, ``frame``, ``default_resize``, the prompt file names and
@@ -433,17 +346,17 @@ class VlmAdapter:
         sx, sy = base.width / given[0], base.height / given[1]
         if base.size == given or not points:  # the model sees the screenshot's own size
             out = draw_stars(base, points, labels, scale=scale)
-            rows = _rows_touched(given, points, labels, scale, sy)
+            rows = rows_touched(given, points, labels, scale, sy)
         elif min(sx, sy) >= 0.95 or image.size != given:
             # About the model's size (a 4K screenshot at 3836x2156): draw straight on the copy.
             # Pillow draws in edge coordinates (pixel i spans [i, i + 1)), as resampling maps
             # them: a plain scale puts the star where resizing a full-resolution star would.
             mapped = [Point(p.x * sx, p.y * sy) for p in points]
             out = draw_stars(base.copy(), mapped, labels, scale=scale, reference=given, in_place=True)
-            rows = _rows_touched(given, points, labels, scale, sy)
+            rows = rows_touched(given, points, labels, scale, sy)
         else:
             out = base.copy()
-            patch, (left, top) = _starred_patch(image, base.size, points, labels, scale)
+            patch, (left, top) = starred_patch(image, base.size, points, labels, scale)
             out.paste(patch, (left, top))
             rows = (top, top + patch.height)
         out.info[GIVEN_SIZE_KEY] = given
@@ -559,102 +472,6 @@ class VlmAdapter:
 
     def _own_vars(self, query: Query, given: tuple[int, int], v: dict[str, str]) -> dict[str, str]:
         return {**v, "instruction": query.instruction, "history_block": self._history_block(query, given)}
-
-    async def propose_point(
-        self,
-        image: Image.Image,
-        query: Query,
-        avoid: Sequence[Point],
-        avoid_on_image: bool,
-        *,
-        temperature: float | None = None,
-    ) -> ModelReply:
-        """A focal point in pixels of ``image``, away from ``avoid`` (stars or listed). The
-        answer may be "(x, y)" (the paper's format), an action, or any bare coordinates."""
-        resized, ms, v = await self._prepare(image)
-        given = given_size(image)
-        v = self._own_vars(query, given, v)
-        v["avoid_block"] = self._avoid_block(avoid, avoid_on_image, given)
-        v["point_format"] = self.point_format()
-        text = render("rf_focal.txt", **v).rstrip("\n")
-        prompt = Prompt(self.own_messages(resized, text))
-        del resized
-        answer, _, usage = await self.ask(prompt, temperature)
-        action = self.parse_action(answer, *given)
-        point = self.parse_point(answer, *given)
-        return ModelReply(answer, action=action, point=point, usage=usage)
-
-    def point_format(self) -> str:
-        """How a point is written in our own prompts' answer formats, in this family's frame."""
-        return "(x, y)"
-
-    async def judge(self, image: Image.Image, query: Query, point: Point) -> ModelReply:
-        """Is the starred ``point`` (pixels of ``image``) right? Sets ``verdict``."""
-        resized, ms, v = await self._prepare(image)
-        given = given_size(image)
-        v = self._own_vars(query, given, v)
-        v["point"] = self.fmt_point(*self.to_model(point, given))
-        text = render("rf_judge.txt", **v).rstrip("\n")
-        prompt = Prompt(self.own_messages(resized, text))
-        del resized
-        answer, _, usage = await self.ask(prompt)
-        return ModelReply(answer, verdict=parse_verdict(answer), usage=usage)
-
-    async def choose(
-        self, image: Image.Image, query: Query, options: Sequence[Option], *, retry: int = 0
-    ) -> ModelReply:
-        """Pick an option by number; ``choice`` None when unreadable. An answer that gives a
-        point instead of a number picks the candidate nearest to it, if one is close enough."""
-        resized, ms, v = await self._prepare(image)
-        given = given_size(image)
-        v = self._own_vars(query, given, v)
-        starred = [o.number for o in options if o.on_image]
-        stars_note = ""
-        if starred:
-            stars_note = (
-                "Candidates drawn as numbered pink stars on the screenshot act where their star's centre "
-                "is; a star's number is its candidate's number.\n"
-            )
-        if any(o.action.points and not o.on_image for o in options):
-            stars_note += v["frame_note"] + "\n"
-        v.update(
-            stars_note=stars_note,
-            options_block="\n".join(self.describe_option(o, given) for o in options),
-            last=str(options[-1].number) if options else "1",
-        )
-        text = render("rf_choose.txt" if retry == 0 else "rf_choose_retry.txt", **v).rstrip("\n")
-        prompt = Prompt(self.own_messages(resized, text))
-        del resized
-        answer, _, usage = await self.ask(prompt)
-        valid = [o.number for o in options]
-        choice = parse_choice(answer, valid)
-        if choice is None:
-            choice = self._choice_by_point(answer, options, given)
-        return ModelReply(answer, choice=choice, usage=usage)
-
-    def _choice_by_point(self, answer: str, options: Sequence[Option], size: tuple[int, int]) -> int | None:
-        """The option whose point is nearest to a point the answer gives, within
-        ``CHOICE_POINT_TOLERANCE`` of the image's long side; None otherwise."""
-        xy = find_coordinates(answer, 2) if isinstance(answer, str) else None
-        pointed = [o for o in options if o.action.point is not None]
-        if xy is None or not pointed:
-            return None
-        p = self.from_model(xy[0], xy[1], size)
-        best = min(pointed, key=lambda o: o.action.point.distance(p))
-        return best.number if best.action.point.distance(p) <= CHOICE_POINT_TOLERANCE * max(size) else None
-
-    async def propose_box(self, image: Image.Image, query: Query, focal: Point | None) -> ModelReply:
-        """A region likely to contain the target, in pixels of ``image`` (predict-region)."""
-        resized, ms, v = await self._prepare(image)
-        given = given_size(image)
-        v = self._own_vars(query, given, v)
-        focal_note = ""
-        if focal is not None:
-            focal_note = f"The target is probably near {self.fmt_point(*self.to_model(focal, given))}.\n"
-        v["focal_note"] = focal_note
-        text = render("rf_region.txt", **v).rstrip("\n")
-        answer, _, usage = await self.ask(Prompt(self.own_messages(resized, text)))
-        return ModelReply(answer, box=self.parse_box(answer, *given), usage=usage)
 
     # ---- what the test-time strategies ask beyond the GroundingModel protocol
     def image_tokens(self, size: tuple[int, int]) -> int:

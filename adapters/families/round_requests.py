@@ -1,0 +1,121 @@
+"""What a RegionFocus round asks a VLM family beyond its own next action: a focal point, a
+verdict on a starred point, a choice among numbered candidates, a region. Written once over the
+hooks every family adapter has (``_prepare``, ``_own_vars``, ``own_messages``, ``ask``, the frame
+maps and parsers of :class:`~regionfocus.adapters.families.vlm.VlmAdapter`); the prompts are
+ours (``rf_*.txt``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from PIL import Image
+
+from regionfocus.adapters.families.answers import find_coordinates, parse_choice, parse_verdict
+from regionfocus.adapters.families.prompting import Prompt, given_size, render
+from regionfocus.geometry import Point
+from regionfocus.model import ModelReply, Option, Query
+
+# A choice answered with a point picks the nearest candidate within this fraction of the image's
+# long side (77 px on a 3840-px screenshot): about twice a star's reach, so a point aimed at a
+# star counts and a point somewhere else does not.
+CHOICE_POINT_TOLERANCE = 0.02
+
+
+class RoundRequests:
+    """The RegionFocus requests of :class:`~regionfocus.adapters.families.vlm.VlmAdapter`."""
+
+    async def propose_point(
+        self,
+        image: Image.Image,
+        query: Query,
+        avoid: Sequence[Point],
+        avoid_on_image: bool,
+        *,
+        temperature: float | None = None,
+    ) -> ModelReply:
+        """A focal point in pixels of ``image``, away from ``avoid`` (stars or listed). The
+        answer may be "(x, y)" (the paper's format), an action, or any bare coordinates."""
+        resized, ms, v = await self._prepare(image)
+        given = given_size(image)
+        v = self._own_vars(query, given, v)
+        v["avoid_block"] = self._avoid_block(avoid, avoid_on_image, given)
+        v["point_format"] = self.point_format()
+        text = render("rf_focal.txt", **v).rstrip("\n")
+        prompt = Prompt(self.own_messages(resized, text))
+        del resized
+        answer, _, usage = await self.ask(prompt, temperature)
+        action = self.parse_action(answer, *given)
+        point = self.parse_point(answer, *given)
+        return ModelReply(answer, action=action, point=point, usage=usage)
+
+    def point_format(self) -> str:
+        """How a point is written in our own prompts' answer formats, in this family's frame."""
+        return "(x, y)"
+
+    async def judge(self, image: Image.Image, query: Query, point: Point) -> ModelReply:
+        """Is the starred ``point`` (pixels of ``image``) right? Sets ``verdict``."""
+        resized, ms, v = await self._prepare(image)
+        given = given_size(image)
+        v = self._own_vars(query, given, v)
+        v["point"] = self.fmt_point(*self.to_model(point, given))
+        text = render("rf_judge.txt", **v).rstrip("\n")
+        prompt = Prompt(self.own_messages(resized, text))
+        del resized
+        answer, _, usage = await self.ask(prompt)
+        return ModelReply(answer, verdict=parse_verdict(answer), usage=usage)
+
+    async def choose(
+        self, image: Image.Image, query: Query, options: Sequence[Option], *, retry: int = 0
+    ) -> ModelReply:
+        """Pick an option by number; ``choice`` None when unreadable. An answer that gives a
+        point instead of a number picks the candidate nearest to it, if one is close enough."""
+        resized, ms, v = await self._prepare(image)
+        given = given_size(image)
+        v = self._own_vars(query, given, v)
+        starred = [o.number for o in options if o.on_image]
+        stars_note = ""
+        if starred:
+            stars_note = (
+                "Candidates drawn as numbered pink stars on the screenshot act where their star's centre "
+                "is; a star's number is its candidate's number.\n"
+            )
+        if any(o.action.points and not o.on_image for o in options):
+            stars_note += v["frame_note"] + "\n"
+        v.update(
+            stars_note=stars_note,
+            options_block="\n".join(self.describe_option(o, given) for o in options),
+            last=str(options[-1].number) if options else "1",
+        )
+        text = render("rf_choose.txt" if retry == 0 else "rf_choose_retry.txt", **v).rstrip("\n")
+        prompt = Prompt(self.own_messages(resized, text))
+        del resized
+        answer, _, usage = await self.ask(prompt)
+        valid = [o.number for o in options]
+        choice = parse_choice(answer, valid)
+        if choice is None:
+            choice = self._choice_by_point(answer, options, given)
+        return ModelReply(answer, choice=choice, usage=usage)
+
+    def _choice_by_point(self, answer: str, options: Sequence[Option], size: tuple[int, int]) -> int | None:
+        """The option whose point is nearest to a point the answer gives, within
+        ``CHOICE_POINT_TOLERANCE`` of the image's long side; None otherwise."""
+        xy = find_coordinates(answer, 2) if isinstance(answer, str) else None
+        pointed = [o for o in options if o.action.point is not None]
+        if xy is None or not pointed:
+            return None
+        p = self.from_model(xy[0], xy[1], size)
+        best = min(pointed, key=lambda o: o.action.point.distance(p))
+        return best.number if best.action.point.distance(p) <= CHOICE_POINT_TOLERANCE * max(size) else None
+
+    async def propose_box(self, image: Image.Image, query: Query, focal: Point | None) -> ModelReply:
+        """A region likely to contain the target, in pixels of ``image`` (predict-region)."""
+        resized, ms, v = await self._prepare(image)
+        given = given_size(image)
+        v = self._own_vars(query, given, v)
+        focal_note = ""
+        if focal is not None:
+            focal_note = f"The target is probably near {self.fmt_point(*self.to_model(focal, given))}.\n"
+        v["focal_note"] = focal_note
+        text = render("rf_region.txt", **v).rstrip("\n")
+        answer, _, usage = await self.ask(Prompt(self.own_messages(resized, text)))
+        return ModelReply(answer, box=self.parse_box(answer, *given), usage=usage)
