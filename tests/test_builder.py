@@ -282,4 +282,4 @@ def test_int_box_covers_the_float_rect_and_stays_on_screen():
 
 def test_layout_rejects_unknown_scales():
     with pytest.raises(ValueError, match="1.25"):
-        builder.pages.Layout(1.25)
+        builder.geometry.Layout(1.25)

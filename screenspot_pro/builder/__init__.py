@@ -46,8 +46,9 @@ from regionfocus.screenspot_pro.builder.targets import (
     unambiguous_targets,
 )
 
-from . import pages
-from .pages import THEMES, TileSnapshot, Words
+from . import geometry, pages, themes
+from .pages import TileSnapshot, Words
+from .themes import THEMES
 
 _JS_DIR = Path(__file__).with_name("js")
 
@@ -124,7 +125,7 @@ class BuildParams:
 class _ScreenPlan:
     index: int
     seed: int
-    theme: pages.Theme
+    theme: themes.Theme
     windows: list[pages.WindowSlot]
     tiles: list[tuple[str, str]]  # (task, seed string)
 
@@ -234,9 +235,9 @@ async def _screenshot(page, path: Path) -> None:
     bottom edge came and went between builds."""
     data = await page.screenshot(type="png")
     size = _png_size(data)
-    if size != (pages.SCREEN_W, pages.SCREEN_H):
+    if size != (geometry.SCREEN_W, geometry.SCREEN_H):
         raise RuntimeError(
-            f"screenshot {path.name} is {size[0]}x{size[1]}, not {pages.SCREEN_W}x{pages.SCREEN_H}"
+            f"screenshot {path.name} is {size[0]}x{size[1]}, not {geometry.SCREEN_W}x{geometry.SCREEN_H}"
         )
     path.write_bytes(data)
 
@@ -276,7 +277,7 @@ async def _render_screen(page, plan: _ScreenPlan, snaps, css, words, root: Path,
                 "id": f"{sub}_{plan.index:02d}_{k:02d}",
                 "img_filename": img_rel,
                 "bbox": c["bbox"],
-                "img_size": [pages.SCREEN_W, pages.SCREEN_H],
+                "img_size": [geometry.SCREEN_W, geometry.SCREEN_H],
                 "instruction": en,
                 "instruction_cn": cn,
                 "application": theme.application,
@@ -298,7 +299,7 @@ async def _render_screens(
     densest (slowest) screens first, so a worker rarely switches context."""
     contexts: dict[float, object] = {}
     for scale in sorted({p.theme.ui_scale for p in plans}):
-        lay = pages.Layout(scale)
+        lay = geometry.Layout(scale)
         contexts[scale] = await browser.new_context(
             viewport={"width": lay.w, "height": lay.h}, device_scale_factor=scale
         )

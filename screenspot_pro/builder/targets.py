@@ -9,7 +9,7 @@ import random
 import re
 from collections import Counter
 
-from . import pages
+from . import geometry, pages
 
 TARGETS_PER_SCREEN = 12
 # Per screen: (bucket, max targets). Buckets are filled in this order, then the remainder comes
@@ -80,8 +80,8 @@ def _int_box(b: list[float], scale: float = 1.0) -> list[int]:
     """Float CSS-px rect -> the integer image-px box that covers it (CSS px times ``scale``,
     the device scale factor, rounded outward), clipped to the screen."""
     x1, y1 = max(0, math.floor(b[0] * scale)), max(0, math.floor(b[1] * scale))
-    x2 = min(pages.SCREEN_W, math.ceil(b[2] * scale))
-    y2 = min(pages.SCREEN_H, math.ceil(b[3] * scale))
+    x2 = min(geometry.SCREEN_W, math.ceil(b[2] * scale))
+    y2 = min(geometry.SCREEN_H, math.ceil(b[3] * scale))
     return [x1, y1, x2, y2]
 
 
