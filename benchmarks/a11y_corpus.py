@@ -11,7 +11,7 @@ Three kinds of pages, all made or installed locally:
   (``python3-doc``, ``sqlite3-doc``, ``git-doc``), served by a local HTTP server; skipped with a
   message when the folder is missing.
 
-Sizes are characters and tokens of ``o200k_base`` (regionfocus/webvoyager/tokens.py says why
+Sizes are characters and tokens of ``o200k_base`` (webvoyager/tokens.py says why
 that tokenizer).
 """
 

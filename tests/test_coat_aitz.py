@@ -1,5 +1,5 @@
 """CoAT prompt parts and history (adapters/reasoning/coat.py) and the AITZ reader and scorer
-(webvoyager/aitz.py) on a small AITZ-shaped sample this test writes (tiny PNGs, the released
+(aitz/) on a small AITZ-shaped sample this test writes (tiny PNGs, the released
 field names and encodings)."""
 
 from __future__ import annotations
