@@ -38,6 +38,7 @@ from typing import Any
 from PIL import Image
 
 from regionfocus.actions import Action, ActionType
+from regionfocus.adapters.agents import agent_prompt
 from regionfocus.adapters.backends.base import ChatBackend, Message
 from regionfocus.adapters.model_text import STRICT_JSON, bounded, json_objects, sound_action
 from regionfocus.adapters.perception.screen_text import ScreenText, describe_screen
@@ -55,44 +56,7 @@ from regionfocus.geometry import Box, Point, clamp_point
 from regionfocus.model import Usage
 
 # ----------------------------------------------------------------------------------- prompt
-SYSTEM_PROMPT = """You operate a computer with the mouse and the keyboard to complete the task you are given.
-You cannot see the screen. Each observation describes it in text: the lines an OCR model read
-and the elements an object detector found, each followed by its bounding box [x1, y1, x2, y2]
-in screen pixels (x grows to the right, y grows downwards), sorted from top to bottom.
-
-Constraints:
-1. Act only on elements the observation names; do not guess elements that are not listed.
-2. To act on an element, use the centre of its bounding box.
-3. You may give several commands at once; they are executed in order, and you then receive
-   the next observation. Give only the commands you are sure of before the screen changes.
-4. The executed actions are listed with what they did; do not repeat one that had no effect.
-
-Commands:
-1. MOVE_COORDS: move the mouse to a point, args: {"coords": [x, y]}
-2. CLICK_COORDS: click at a point, args: {"coords": [x, y]}
-3. DBLCLICK_COORDS: double-click at a point, args: {"coords": [x, y]}
-4. MOUSEDOWN_COORDS: press the mouse button at a point, args: {"coords": [x, y]}
-5. MOUSEUP_COORDS: release the mouse button at a point (a drag from the last press), args: {"coords": [x, y]}
-6. SCROLL_UP_COORDS: scroll up with the mouse at a point, args: {"coords": [x, y]}
-7. SCROLL_DOWN_COORDS: scroll down with the mouse at a point, args: {"coords": [x, y]}
-8. PRESS_KEY: press a key, args: {"key": one of "<Enter>", "<Backspace>", "C-a", "C-c", "C-x", "C-v"}
-9. TYPE_TEXT: type text at the keyboard focus, args: {"text": "..."}
-10. CLICK_ELEMENT: click the centre of an element, args: {"element": "<the element as the observation names it>"}
-11. DONE: the task is complete, args: {"answer": "<the answer, if the task asks a question>"}
-
-Respond with JSON only, in this format:
-{
-  "thoughts": {
-    "text": "what you notice",
-    "reasoning": "why, citing the observation",
-    "plan": "- short bulleted plan",
-    "criticism": "what could go wrong",
-    "speak": "one sentence summary"
-  },
-  "commands": [
-    {"name": "COMMAND_NAME", "args": {"arg": "value"}}
-  ]
-}"""
+SYSTEM_PROMPT = agent_prompt("text_system.txt")
 
 COMMANDS = (
     "MOVE_COORDS",

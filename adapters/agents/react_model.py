@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from PIL import Image
 
 from regionfocus.actions import Action
+from regionfocus.adapters.agents import agent_prompt
 from regionfocus.adapters.agents.react_agent import (
     ReactAgent,
     exemplar_tasks,
@@ -63,20 +64,13 @@ from regionfocus.model import ModelReply, Option, Query, Turn, Usage, Verdict
 EFFECT = "changed the page"  # regionfocus.loop.Step.outcome for an action that took effect
 _MINIWOB_PAGE = re.compile(r"/miniwob/([a-z0-9-]+)\.html", re.I)
 
-FOCAL_PROMPT = """Before acting, name the single point of the screen most relevant to the next step of the
-task, in screen pixels (the observation's boxes are in screen pixels).
-{tried}
-Answer with JSON only: {{"point": [x, y]}}"""
+FOCAL_PROMPT = agent_prompt("text_focal.txt")
 
-CHOICE_RETRY = """Your previous answer named no candidate. Answer with the number of one candidate, from 1
-to {last}, and nothing else, as JSON: {{"choice": <number>}}"""
+CHOICE_RETRY = agent_prompt("text_choose_retry.txt")
 
-JUDGE_PROMPT = """Someone proposes to act at the point [{x}, {y}] of the screen{on}.
-Is that the right place for the next step of the task? Answer with JSON only: {{"verdict": "yes"}} or {{"verdict": "no"}}"""
+JUDGE_PROMPT = agent_prompt("text_judge.txt")
 
-REGION_PROMPT = """Name the region of the screen most likely to hold what the task needs next, as a box
-[x1, y1, x2, y2] in screen pixels{near}.
-Answer with JSON only: {{"box": [x1, y1, x2, y2]}}"""
+REGION_PROMPT = agent_prompt("text_region.txt")
 
 
 @dataclass

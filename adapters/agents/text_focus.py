@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from PIL import Image
 
 from regionfocus.actions import Action
+from regionfocus.adapters.agents import agent_prompt
 from regionfocus.adapters.agents.react_agent import ReactAgent, format_command, parse_answer
 from regionfocus.adapters.families.answers import parse_choice
 from regionfocus.adapters.model_text import finite_number, json_objects
@@ -32,20 +33,9 @@ class TextFocusResult:
     trace: dict
 
 
-VIEW_PROMPT = """A command you gave had no visible effect, so you are now looking at a magnified part of the
-screen: the observation below describes only that part, {w}x{h} pixels, and its boxes are in
-this view's own pixels.
-{tried}
-Give exactly one command that does the next step of the task in this view (coordinates in this
-view's pixels), in the usual JSON format."""
+VIEW_PROMPT = agent_prompt("text_view.txt")
 
-CHOICE_PROMPT = """Several magnified views of the screen each proposed a command. The observation above is the
-whole screen; the candidates are in screen pixels.
-{tried}
-Candidates:
-{options}
-
-Answer with JSON only: {{"choice": <the number of the best candidate>}}"""
+CHOICE_PROMPT = agent_prompt("text_choose.txt")
 
 
 def _tried_text(failed: Sequence[Point], view: View | None, screen: ScreenText | None) -> str:
