@@ -386,8 +386,11 @@ def test_judge_over_http(tmp_path):
     apple = [b for b in bodies if "iPhone" in request_text(b)]
     assert len(apple) == 3
     text = request_text(apple[0])
-    assert "TASK: Find the price of the iPhone." in text and "Result Response: $799" in text
+    # the official user text, filled as upstream fills it (the announced count is last_k)
+    assert "TASK: Find the price of the iPhone.\nResult Response: $799\n3 screenshots at the end: " in text
     assert "Your verdict:" in text
+    assert apple[0]["seed"] == 42 and apple[0]["temperature"] == 0
+    assert bodies[0]["messages"][0]["content"].startswith("As an evaluator, you will be presented with three")
     assert len(request_images(apple[0])) == 3
     assert (
         bodies[0]["messages"][0]["role"] == "system" and "NOT SUCCESS" in bodies[0]["messages"][0]["content"]
@@ -452,3 +455,14 @@ def test_load_tasks_keeps_unicode_line_separators_inside_a_record(tmp_path):
     rows.append({"id": "Shop--1", "web_name": "Shop", "ques": "next", "web": "https://example.com"})
     path.write_text("\r\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n", encoding="utf-8")
     assert [(t.id, t.ques) for t in load_tasks(path)] == [("Shop--0", ques), ("Shop--1", "next")]
+
+
+def test_judge_text_fills_each_placeholder_once():
+    from regionfocus.webvoyager.judge import USER_PROMPT, judge_messages
+
+    assert USER_PROMPT == "TASK: <task>\nResult Response: <answer>\n<num> screenshots at the end: "
+    msgs = judge_messages("Say <answer> twice", "<num> things", [], num=15)
+    assert msgs[1]["content"][0]["text"] == (
+        "TASK: Say <answer> twice\nResult Response: <num> things\n15 screenshots at the end: "
+    )
+    assert msgs[1]["content"][-1]["text"] == "Your verdict:\n"

@@ -1,8 +1,9 @@
 """The WebVoyager auto-evaluation protocol with any OpenAI-compatible VLM (He et al., 2024;
 the protocol of the official ``evaluation/auto_eval.py``, docs/ARCHITECTURE.md §7).
 
-The judge sees only the task, the agent's final answer and the last ``k`` screenshots (k = 15
-in the official script), and must end with SUCCESS or NOT SUCCESS. A task without an answer is
+The judge gets the official system and user texts verbatim, the task, the agent's final answer
+and the last ``k`` screenshots (k = 15 in the official script), at temperature 0 with seed 42 as
+upstream sends them, and must say SUCCESS or NOT SUCCESS. A task without an answer is
 NOT SUCCESS without a call, as in the official script. Each task is judged ``repeats`` times (the
 paper uses three) and success is reported as mean ± std over repeats, per site and overall.
 Verdicts are written to ``RUN_DIR/judge.json`` after each task, so an interrupted judge resumes.
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from importlib import resources
 from pathlib import Path
 from statistics import mean, pstdev
 from typing import Any
@@ -20,21 +22,12 @@ from PIL import Image
 
 from .rundir import read_json, read_results, write_json
 
-SYSTEM_PROMPT = """You evaluate whether a web agent completed a task. You are given:
-1. the task instruction, written in natural language;
-2. screenshots taken at the end of the agent's browsing, which are authentic;
-3. the agent's final text response.
-
-Rules:
-- You do not browse or act yourself; judge only from the screenshots and the response.
-- Do not assume anything the screenshots and the response do not show.
-- A task with several parts succeeds only when every part is done; missing any part (for \
-example, finding an item but not reporting the detail asked for) is a failure.
-- If the response contradicts the screenshots, trust the screenshots. If the response states \
-something the screenshots do not show, you may accept it.
-
-First explain your reasoning briefly. Then give your verdict as the last words of your reply: \
-either SUCCESS or NOT SUCCESS."""
+# The official auto-evaluation's texts, verbatim (MinorJerry/WebVoyager, evaluation/auto_eval.py,
+# commit 0915445; prompts/official/SOURCES.md): a judge's prompt is part of the protocol.
+_OFFICIAL = resources.files("regionfocus.webvoyager") / "prompts" / "official"
+SYSTEM_PROMPT = (_OFFICIAL / "webvoyager_judge_system.txt").read_text("utf-8")
+USER_PROMPT = (_OFFICIAL / "webvoyager_judge_user.txt").read_text("utf-8")
+_PLACEHOLDER = re.compile(r"<(task|answer|num)>")
 
 _VERDICT = re.compile(r"\bNOT\s+SUCCESS\b|\bSUCCESS\b")
 _SHOT = re.compile(r"^screenshot(\d+)\.png$")
@@ -65,14 +58,13 @@ def last_screenshots(folder: Path, k: int) -> list[Path]:
     return [p for _, p in shots[-k:]] if k > 0 else []
 
 
-def judge_messages(task: str, answer: str, images: list[Image.Image]) -> list[dict]:
-    """The request in the backend's message shape (PIL images, encoded by the backend)."""
-    content: list[dict[str, Any]] = [
-        {
-            "type": "text",
-            "text": f"TASK: {task}\nResult Response: {answer}\n{len(images)} screenshots at the end: ",
-        }
-    ]
+def judge_messages(task: str, answer: str, images: list[Image.Image], num: int | None = None) -> list[dict]:
+    """The official request in the backend's message shape (PIL images, encoded by the backend).
+    ``num``: the count the text announces; upstream says its ``--max_attached_imgs`` there, not
+    the number attached (default: the number attached)."""
+    values = {"task": task, "answer": answer, "num": str(len(images) if num is None else num)}
+    text = _PLACEHOLDER.sub(lambda m: values[m.group(1)], USER_PROMPT)
+    content: list[dict[str, Any]] = [{"type": "text", "text": text}]
     content += [{"type": "image", "image": im} for im in images]
     content.append({"type": "text", "text": "Your verdict:\n"})
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": content}]
@@ -150,12 +142,12 @@ async def judge_run(
         else:
             shots = last_screenshots(root / (rec.get("folder") or "task" + rec["id"]), last_k)
             images = [Image.open(p).convert("RGB") for p in shots]
-            messages = judge_messages(rec.get("ques", ""), answer, images)
+            messages = judge_messages(rec.get("ques", ""), answer, images, num=last_k)
             while len(entry["verdicts"]) < repeats:
                 async with sem:
                     try:
                         reply = await backend.complete(
-                            messages, max_tokens=max_tokens, temperature=temperature
+                            messages, max_tokens=max_tokens, temperature=temperature, seed=42
                         )
                         text = reply.text
                     except Exception as e:  # noqa: BLE001 - a failed call is an unknown verdict
