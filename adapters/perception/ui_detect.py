@@ -186,12 +186,7 @@ class OpenCvDetector:
         if x1 <= x0 or y1 <= y0:
             return False
         patch = gray[y0:y1, x0:x1] < 128
-        for ln in lines:
-            b = ln.box
-            lx0, lx1 = max(x0, int(b.left)), min(x1, int(np.ceil(b.right)))
-            ly0, ly1 = max(y0, int(b.top)), min(y1, int(np.ceil(b.bottom)))
-            if lx1 > lx0 and ly1 > ly0:
-                patch[ly0 - y0 : ly1 - y0, lx0 - x0 : lx1 - x0] = False
+        _clear_text(patch, (x0, y0, x1, y1), lines)
         return int(patch.sum()) >= 6
 
     def _links(self, rgb: np.ndarray, lines: Sequence[TextLine]) -> list[DetectedElement]:
@@ -278,6 +273,18 @@ def _inside(inner: Box, outer: Box, tol: float) -> bool:
     )
 
 
+def _clear_text(mask: np.ndarray, window: tuple[int, int, int, int], lines: Sequence[TextLine]) -> None:
+    """Set to False, in ``mask`` (the pixels of ``window`` = (x0, y0, x1, y1) of the screen),
+    every pixel an OCR line covers: what is left is ink or colour the OCR did not explain."""
+    x0, y0, x1, y1 = window
+    for ln in lines:
+        b = ln.box
+        lx0, lx1 = max(x0, int(b.left)), min(x1, int(np.ceil(b.right)))
+        ly0, ly1 = max(y0, int(b.top)), min(y1, int(np.ceil(b.bottom)))
+        if lx1 > lx0 and ly1 > ly0:
+            mask[ly0 - y0 : ly1 - y0, lx0 - x0 : lx1 - x0] = False
+
+
 def _interior(rgb: np.ndarray, box: Box, lines: Sequence[TextLine]) -> np.ndarray | None:
     """The box's inner pixels (3 px border left out) that no OCR line covers, as (N, 3)."""
     x0, y0 = int(box.left) + 3, int(box.top) + 3
@@ -285,12 +292,7 @@ def _interior(rgb: np.ndarray, box: Box, lines: Sequence[TextLine]) -> np.ndarra
     if x1 <= x0 or y1 <= y0:
         return None
     mask = np.ones((y1 - y0, x1 - x0), dtype=bool)
-    for ln in lines:
-        b = ln.box
-        lx0, lx1 = max(x0, int(b.left)), min(x1, int(np.ceil(b.right)))
-        ly0, ly1 = max(y0, int(b.top)), min(y1, int(np.ceil(b.bottom)))
-        if lx1 > lx0 and ly1 > ly0:
-            mask[ly0 - y0 : ly1 - y0, lx0 - x0 : lx1 - x0] = False
+    _clear_text(mask, (x0, y0, x1, y1), lines)
     pix = rgb[y0:y1, x0:x1][mask]
     return pix if len(pix) >= 4 else None
 

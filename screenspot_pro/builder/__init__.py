@@ -36,6 +36,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from regionfocus.kit.chromium import DEBIAN_CHROMIUM, launch_options
 from regionfocus.kit.runlog import atomic_write_text
@@ -465,18 +466,10 @@ async def build_sample_async(
     return out
 
 
-def build_sample(
-    out_dir: str | os.PathLike[str],
-    *,
-    n_screens: int = DEFAULT_SCREENS,
-    seed: int = 0,
-    browser_path: str = DEFAULT_BROWSER,
-    force: bool = False,
-) -> Path:
-    """Synchronous ``build_sample_async``; call the async one from inside an event loop."""
-    return asyncio.run(
-        build_sample_async(out_dir, n_screens=n_screens, seed=seed, browser_path=browser_path, force=force)
-    )
+def build_sample(out_dir: str | os.PathLike[str], **options: Any) -> Path:
+    """Synchronous :func:`build_sample_async` (same keyword options); call the async one from
+    inside an event loop."""
+    return asyncio.run(build_sample_async(out_dir, **options))
 
 
 def default_cache_root() -> Path:
