@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 
 from ._common import add_common_flags, print_machine, print_table
-from .throughput import HEADERS, level_row, run_level
+from .throughput import HEADERS, level_options, level_row, run_level
 
 
 def main(argv: list[str] | None = None) -> list:
@@ -34,19 +34,7 @@ def main(argv: list[str] | None = None) -> list:
         # calls in flight, 1 on most of its critical path).
         in_flight = 2 * n * args.server_concurrency
         lv = run_level(
-            family=args.family,
-            latency=args.latency,
-            in_flight=in_flight,
-            samples=args.samples_per_server * n,
-            servers=n,
-            server_concurrency=args.server_concurrency,
-            fmt=args.format,
-            quality=args.quality,
-            max_pixels=args.max_pixels,
-            screens=args.screens,
-            images=args.image,
-            size=args.size,
-            local=args.local,
+            in_flight=in_flight, samples=args.samples_per_server * n, servers=n, **level_options(args)
         )
         levels.append(lv)
         print(f"  {n} server(s): {lv.rate:.2f} samples/s", flush=True)

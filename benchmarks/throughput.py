@@ -215,6 +215,22 @@ def client_bound(lv: Level, ideal: float) -> float:
     return min(ideal, max(cores, 0.1) / (lv.cpu_s / lv.samples))
 
 
+def level_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The :func:`run_level` options the common flags set (``add_common_flags``)."""
+    return {
+        "family": args.family,
+        "latency": args.latency,
+        "server_concurrency": args.server_concurrency,
+        "fmt": args.format,
+        "quality": args.quality,
+        "max_pixels": args.max_pixels,
+        "screens": args.screens,
+        "images": args.image,
+        "size": args.size,
+        "local": args.local,
+    }
+
+
 def level_row(lv: Level, latency: float, server_concurrency: int | None) -> list:
     ideal = ideal_rate(lv.in_flight, latency, lv.servers, server_concurrency)
     bound = client_bound(lv, ideal)
@@ -274,18 +290,7 @@ def main(argv: list[str] | None = None) -> list[Level]:
     levels = []
     for c in args.in_flight:
         lv = run_level(
-            family=args.family,
-            latency=args.latency,
-            in_flight=c,
-            samples=samples_for(c, args.per_slot, args.max_samples),
-            server_concurrency=args.server_concurrency,
-            fmt=args.format,
-            quality=args.quality,
-            max_pixels=args.max_pixels,
-            screens=args.screens,
-            images=args.image,
-            size=args.size,
-            local=args.local,
+            in_flight=c, samples=samples_for(c, args.per_slot, args.max_samples), **level_options(args)
         )
         levels.append(lv)
         print(f"  in flight {c}: {lv.rate:.2f} samples/s", flush=True)
