@@ -1,8 +1,9 @@
 """One RegionFocus round: focal point -> boxes -> views -> candidates -> choice.
 
 Read top to bottom, :meth:`RegionFocus.refine` is the algorithm of the paper
-(docs/ARCHITECTURE.md §2). Candidate requests are independent and run concurrently; a failed model call is
-recorded in the trace and never ends the round.
+(docs/ARCHITECTURE.md §2); the choice among the candidates is :func:`regionfocus.choice.choose`.
+Candidate requests are independent and run concurrently; a failed model call is recorded in the
+trace and never ends the round.
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ from dataclasses import replace
 
 from PIL import Image
 
+from .choice import choose, majority_choice
 from .config import RegionFocusConfig
 from .geometry import Point, clamp_point
-from .model import GroundingModel, Option, Query
+from .model import GroundingModel, Query
 from .proposers import build_proposer
 from .proposers.base import BoxProposer, ProposalContext
 from .stars import mark_for_model
@@ -107,27 +109,25 @@ class RegionFocus:
             )
             bucket.append(Candidate(action, [i]))
 
-        result.merged = merge_candidates(result.candidates, cfg.merge_radius)
-        if len(result.merged) == 1:
-            result.choice, result.choice_method = 1, "single"
-            result.merged[0].number = 1
-        elif result.merged:
-            anchor = result.focal or fallback_point or Point(size[0] / 2, size[1] / 2)
-            result.choice, result.choice_method = await self._choose(
-                screenshot, query, result.merged, anchor, calls
-            )
-        if result.choice:
-            result.action = result.merged[result.choice - 1].action
-        else:
+        anchor = result.focal or fallback_point or Point(size[0] / 2, size[1] / 2)
+        picked = await choose(
+            self.model,
+            screenshot,
+            query,
+            result.candidates,
+            lambda kind, request: record_call(calls, kind, request),
+            lambda merged: majority_choice(merged, anchor),
+            radius=cfg.merge_radius,
+            on_image=cfg.aggregation == "image",
+            star_scale=cfg.star_scale,
+            retries=cfg.choice_retries,
+        )
+        result.merged, result.choice, result.choice_method = picked.merged, picked.number, picked.method
+        result.action = picked.action
+        if result.action is None:
             result.failure = "no-candidate"
         result.wall_s = time.perf_counter() - t0
         return result
-
-    async def _stars(
-        self, image: Image.Image, points: Sequence[Point], labels: Sequence[str] | None = None
-    ) -> Image.Image:
-        # The model draws on its own model-size copy when it can (no full-resolution copy).
-        return await mark_for_model(self.model, image, points, labels, scale=self.config.star_scale)
 
     async def _focal_point(
         self, screenshot: Image.Image, query: Query, history: list[Point], calls: list[CallRecord]
@@ -135,7 +135,9 @@ class RegionFocus:
         """Ask for the focal point; an unparseable answer is asked again up the temperature
         ladder. A failed call (transport) is not retried here: the backend already did."""
         on_image = self.config.history == "image"
-        image = (await self._stars(screenshot, history)) if (history and on_image) else screenshot
+        image = screenshot
+        if history and on_image:
+            image = await mark_for_model(self.model, screenshot, history, scale=self.config.star_scale)
         ladder = (None, *self.config.focal_retry_temperatures)
         for attempt, temperature in enumerate(ladder):
             kind = "focal" if attempt == 0 else f"focal-retry{attempt}"
@@ -153,63 +155,3 @@ class RegionFocus:
             if point is not None:
                 return point, "model" if attempt == 0 else "model-retry"
         return None, "none"
-
-    async def _choose(
-        self,
-        screenshot: Image.Image,
-        query: Query,
-        merged: list[Candidate],
-        focal: Point,
-        calls: list[CallRecord],
-    ) -> tuple[int, str]:
-        """Ask the model to pick a candidate; numbers are 1-based and stable across retries.
-
-        Point candidates come first (stars 1..k on the image, or text under aggregation=text),
-        then non-point candidates as text options. A retry is a different, firmer request.
-        """
-        on_image = self.config.aggregation == "image"
-        merged.sort(key=lambda c: not c.action.is_point_action)  # stable: points first
-        options = []
-        for n, c in enumerate(merged, start=1):
-            c.number = n
-            options.append(Option(n, c.action, on_image and c.action.is_point_action))
-        starred = [o for o in options if o.on_image]
-        image = (
-            await self._stars(screenshot, [o.action.point for o in starred], [str(o.number) for o in starred])
-            if starred
-            else screenshot
-        )
-        for attempt in range(1 + self.config.choice_retries):
-            kind = "choose" if attempt == 0 else f"choose-retry{attempt}"
-            reply = await record_call(calls, kind, self.model.choose(image, query, options, retry=attempt))
-            if reply is not None and reply.choice is not None and 1 <= reply.choice <= len(options):
-                return reply.choice, "model" if attempt == 0 else "model-retry"
-        return majority_choice(merged, focal), "rule"
-
-
-def merge_candidates(candidates: Sequence[Candidate], radius: float) -> list[Candidate]:
-    """Merge candidates that are the same action within ``radius`` px (greedy, in order).
-
-    The merged point is the first member's: it is a point a model actually produced, which
-    the mean of several need not be (it can fall between two buttons).
-    """
-    merged: list[Candidate] = []
-    for c in candidates:
-        for m in merged:
-            if m.action.same_as(c.action, radius):
-                m.views.extend(c.views)
-                break
-        else:
-            merged.append(Candidate(c.action, list(c.views)))
-    return merged
-
-
-def majority_choice(merged: Sequence[Candidate], focal: Point) -> int:
-    """The documented rule for an unreadable choice: the candidate most views proposed; ties
-    go to the point candidate nearest the focal point, then to the lower number."""
-
-    def key(c: Candidate) -> tuple:
-        dist = c.action.point.distance(focal) if c.action.point is not None else float("inf")
-        return (-len(c.views), dist, c.number or 0)
-
-    return min(merged, key=key).number or 1

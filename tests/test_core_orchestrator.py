@@ -19,7 +19,7 @@ from regionfocus import (
     fixed_ratio_boxes,
 )
 from regionfocus.actions import click
-from regionfocus.orchestrator import majority_choice, merge_candidates
+from regionfocus.choice import majority_choice, merge_candidates
 from regionfocus.stars import STAR_FILL
 from regionfocus.trace import Candidate
 from tests.scripted import ScriptedModel

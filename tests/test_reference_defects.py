@@ -15,7 +15,7 @@ from regionfocus import ModelReply, Point, Query, RegionFocus, RegionFocusAgent,
 from regionfocus.actions import click
 from regionfocus.adapters import get_adapter
 from regionfocus.adapters.families.answers import parse_choice, parse_verdict
-from regionfocus.orchestrator import merge_candidates
+from regionfocus.choice import merge_candidates
 from regionfocus.screenspot_pro.dataset import load_dataset
 from regionfocus.screenspot_pro.runner import run_samples
 from regionfocus.trace import Candidate
