@@ -283,6 +283,20 @@ async def test_connection_refused_is_retried_then_reported():
     await b.aclose()
 
 
+async def test_a_dead_replica_is_routed_around_by_the_retry(caplog):
+    """Each attempt picks its server anew: a call that first lands on a server that is gone
+    is answered by the other one on its retry, and the retry names the dead one."""
+    with ChatServer() as gone:
+        dead = gone.base_url
+    with ChatServer() as live:
+        async with OpenAIBackend([dead, live.base_url], model="m", max_retries=1, backoff=0.0) as b:
+            outs = [await b.complete(user(f"q{i}")) for i in range(4)]
+            served = b.served()
+    assert [o.text for o in outs] == ["ok"] * 4 and {o.usage.endpoint for o in outs} == {live.base_url}
+    assert served == {dead: 0, live.base_url: 4} and live.stats.chat_requests == 4
+    assert f"at {dead} failed (connection error" in caplog.text and "retrying in 0.00s" in caplog.text
+
+
 async def test_api_key_sent_but_never_logged_or_in_errors(monkeypatch, caplog):
     monkeypatch.setenv(KEY_ENV, SECRET)
     caplog.set_level(logging.DEBUG)  # includes openai's and httpx's own debug logs

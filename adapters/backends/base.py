@@ -30,12 +30,7 @@ class ChatResponse:
 
 class ChatBackend(Protocol):
     async def complete(
-        self,
-        messages: list[Message],
-        *,
-        max_tokens: int = 512,
-        temperature: float = 0.0,
-        **sampling: Any,
+        self, messages: list[Message], *, max_tokens: int = 512, temperature: float = 0.0, **sampling: Any
     ) -> ChatResponse:
         """One chat completion. Transport failures after retries raise; the caller records
         them. ``usage`` carries latency, token counts and the endpoint used."""

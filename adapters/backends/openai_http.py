@@ -21,8 +21,10 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
+
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 from regionfocus.adapters.backends import body_json
 from regionfocus.adapters.backends.base import ChatResponse, Message
@@ -62,25 +64,24 @@ _NAMED_PARAMS = frozenset(
 )
 
 
+@dataclass(eq=False)  # eq=False: an exception compares and hashes by identity
 class BackendError(RuntimeError):
     """A chat call that failed for good. ``retryable``: whether the last failure was of a kind
     that was retried (timeouts, connection errors, 429, 5xx, malformed responses) until
-    ``attempts`` ran out; ``status``: the last HTTP status, if any."""
+    ``attempts`` ran out; ``status``: the last HTTP status, if any; ``reason``: what went wrong
+    (credentials masked); ``retry_after``: the seconds a 429 asked for, if it did."""
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        endpoint: str,
-        attempts: int,
-        status: int | None = None,
-        retryable: bool = False,
-    ) -> None:
-        super().__init__(message)
-        self.endpoint = endpoint
-        self.attempts = attempts
-        self.status = status
-        self.retryable = retryable
+    message: str
+    _: KW_ONLY
+    endpoint: str
+    attempts: int
+    status: int | None = None
+    retryable: bool = False
+    reason: str = ""
+    retry_after: float | None = None
+
+    def __str__(self) -> str:
+        return self.message
 
 
 @dataclass
@@ -205,12 +206,7 @@ class OpenAIBackend:
 
     # -- public API ------------------------------------------------------------------------------
     async def complete(
-        self,
-        messages: list[Message],
-        *,
-        max_tokens: int = 512,
-        temperature: float = 0.0,
-        **sampling: Any,
+        self, messages: list[Message], *, max_tokens: int = 512, temperature: float = 0.0, **sampling: Any
     ) -> ChatResponse:
         """One chat completion. ``usage.latency_s`` is the wall time of the whole call (queueing
         and retries included); ``usage.endpoint`` the base URL that answered. Raises
@@ -285,70 +281,67 @@ class OpenAIBackend:
 
     async def _create(self, content: bytes, parse: Any, started: float) -> tuple[Any, Usage]:
         """One request with retries; ``parse(completion)`` runs inside the retry (a malformed
-        body is retried). Returns (parsed, usage)."""
+        body is retried). Returns (parsed, usage).
+
+        tenacity owns the loop (stop after ``max_retries`` more attempts, the wait, the sleep);
+        each attempt picks its server anew, so a dead replica is routed around. The SDK's own
+        retries cannot do that (each client repeats against its one base URL): they stay off.
+        The body is posted through the client's documented ``post``, serialised once: ``create``
+        walks every message part with typing introspection, ~20 ms of CPU per request with
+        images, then escapes every base64 character (benchmarks/client_cpu.py)."""
         from openai.types.chat import ChatCompletion
 
         semaphore = self._bind_loop()
-        # The JSON body as ``create`` would send it, serialised here and posted through the
-        # client's documented ``post`` (its retries, errors and parsing stay): ``create`` first
-        # walks every message part with typing introspection, ~20 ms of CPU per request with
-        # images, and then escapes every base64 character (benchmarks/client_cpu.py).
-        attempts = 0
-        while True:
-            attempts += 1
-            endpoint = None
-            try:
-                async with semaphore:
-                    endpoint = self._pick()
-                    endpoint.in_flight += 1
-                    try:
-                        completion = await asyncio.wait_for(
-                            endpoint.client.post(
-                                "/chat/completions",
-                                cast_to=ChatCompletion,
-                                content=content,
-                                options={
-                                    "timeout": self.timeout,
-                                    "headers": {"Content-Type": "application/json"},
-                                },
-                            ),
-                            timeout=self.timeout,
-                        )
-                    finally:
-                        endpoint.in_flight -= 1
-                parsed = parse(completion)
-            except BaseException as exc:  # noqa: BLE001 - classified below; cancellation re-raised
-                if isinstance(exc, asyncio.CancelledError) or not isinstance(exc, Exception):
-                    raise
-                where = endpoint.base_url if endpoint else self._endpoints[0].base_url
-                retryable, status, retry_after = classify_failure(exc)
-                reason = self._redact(describe_failure(exc, self.timeout))
-                if not retryable or attempts > self.max_retries:
-                    raise BackendError(
-                        f"chat completion failed after {attempts} attempt(s) at {where}: {reason}",
-                        endpoint=where,
-                        attempts=attempts,
-                        status=status,
-                        retryable=retryable,
-                    ) from None  # the chained openai error carries the request, headers included
-                delay = self._delay(attempts, retry_after)
-                log.warning(
-                    "chat completion attempt %d at %s failed (%s); retrying in %.2fs",
-                    attempts,
-                    where,
-                    reason,
-                    delay,
+        options = {"timeout": self.timeout, "headers": {"Content-Type": "application/json"}}
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(self.max_retries + 1),  # read per call: callers may change it
+            retry=retry_if_exception(lambda e: isinstance(e, BackendError) and e.retryable),
+            wait=lambda state: self._delay(state.attempt_number, state.outcome.exception().retry_after),
+            before_sleep=_log_retry,
+            reraise=True,
+        )
+        async for attempt in retrying:  # ends in a return, or tenacity re-raises the last failure
+            with attempt:
+                endpoint = None
+                try:
+                    async with semaphore:
+                        endpoint = self._pick()
+                        endpoint.in_flight += 1
+                        try:
+                            post = endpoint.client.post(
+                                "/chat/completions", cast_to=ChatCompletion, content=content, options=options
+                            )
+                            completion = await asyncio.wait_for(post, timeout=self.timeout)
+                        finally:
+                            endpoint.in_flight -= 1
+                    parsed = parse(completion)
+                except Exception as exc:  # classified; cancellation (a BaseException) goes through
+                    where = endpoint.base_url if endpoint else self._endpoints[0].base_url
+                    raise self._failure(exc, where, attempt.retry_state.attempt_number) from None
+                endpoint.served += 1
+                usage = getattr(completion, "usage", None)
+                return parsed, Usage(
+                    latency_s=time.perf_counter() - started,
+                    prompt_tokens=getattr(usage, "prompt_tokens", None),
+                    completion_tokens=getattr(usage, "completion_tokens", None),
+                    endpoint=endpoint.base_url,
                 )
-                await asyncio.sleep(delay)
-                continue
-            endpoint.served += 1
-            usage = getattr(completion, "usage", None)
-            return parsed, Usage(
-                latency_s=time.perf_counter() - started,
-                prompt_tokens=getattr(usage, "prompt_tokens", None),
-                completion_tokens=getattr(usage, "completion_tokens", None),
-                endpoint=endpoint.base_url,
-            )
+
+    def _failure(self, exc: Exception, where: str, attempts: int) -> BackendError:
+        """``exc`` classified, credentials masked; raised ``from None``: the chained openai error
+        carries the request, headers included."""
+        retryable, status, retry_after = classify_failure(exc)
+        reason = self._redact(describe_failure(exc, self.timeout))
+        message = f"chat completion failed after {attempts} attempt(s) at {where}: {reason}"
+        return BackendError(
+            message,
+            endpoint=where,
+            attempts=attempts,
+            status=status,
+            retryable=retryable,
+            reason=reason,
+            retry_after=retry_after,
+        )
 
     def request_kwargs(
         self, messages: list[Message], *, max_tokens: int = 512, temperature: float = 0.0, **sampling: Any
@@ -414,7 +407,7 @@ class OpenAIBackend:
             self._semaphore = asyncio.Semaphore(self.max_in_flight)
             self._loop = loop
             for endpoint in self._endpoints:
-                # max_retries=0: ours are the only retries, so attempts and backoff are predictable.
+                # max_retries=0: the retries are _create's, which re-pick the server per attempt.
                 endpoint.client = AsyncOpenAI(
                     base_url=endpoint.target,
                     api_key=self._api_key,
@@ -550,6 +543,18 @@ class _WireStats:
     encode_s: float = 0.0
     image_bytes: int = 0
     files: list[str] = field(default_factory=list)
+
+
+def _log_retry(state: RetryCallState) -> None:
+    e = state.outcome.exception()
+    wait = state.next_action.sleep
+    log.warning(
+        "chat completion attempt %d at %s failed (%s); retrying in %.2fs",
+        e.attempts,
+        e.endpoint,
+        e.reason,
+        wait,
+    )
 
 
 def _endpoint(url: str) -> _Endpoint:

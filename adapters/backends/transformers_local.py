@@ -84,12 +84,7 @@ class TransformersBackend:
         self._model = model.to(self.device).eval()
 
     async def complete(
-        self,
-        messages: list[Message],
-        *,
-        max_tokens: int = 512,
-        temperature: float = 0.0,
-        **sampling: Any,
+        self, messages: list[Message], *, max_tokens: int = 512, temperature: float = 0.0, **sampling: Any
     ) -> ChatResponse:
         """One chat completion; greedy when ``temperature`` is 0. ``usage.latency_s`` includes
         waiting for the previous generation; ``usage.endpoint`` is ``hf:<folder>``."""
