@@ -8,12 +8,9 @@ known.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from PIL import Image
-
-MAX_ASPECT_RATIO = 200  # the reference rejects longer strips
 
 
 def smart_resize(
@@ -24,37 +21,24 @@ def smart_resize(
     max_pixels: int = 16384 * 28 * 28,
 ) -> tuple[int, int]:
     """(height, width) in pixels, both multiples of ``factor``, area within
-    [``min_pixels``, ``max_pixels``], aspect ratio kept as closely as possible.
+    [``min_pixels``, ``max_pixels``], aspect ratio kept as closely as possible; raises
+    ValueError past 200:1.
 
-    Follows qwen-vl-utils' ``smart_resize`` (QwenLM/Qwen2.5-VL, Qwen3-VL): round each side to
-    the nearest multiple of ``factor`` with Python's round() (half to even), but at least one
-    factor; if the area is too large, scale both sides by 1/beta with beta = sqrt(area/max)
-    and floor to the factor; if too small, scale by beta = sqrt(min/area) and ceil. One
-    deliberate difference: the floored side is kept at least ``factor`` (the reference can
-    return 0 for a strip near the 200:1 limit under a small ``max_pixels``, an unusable size).
-    """
+    The ``ui-tars`` package's copy of qwen-vl-utils' ``smart_resize`` (Python's round(), half
+    to even), with two additions: the arguments are checked (the package divides by zero on a
+    0 side), and a side that a tiny ``max_pixels`` floors to 0 (a strip near 200:1) is kept at
+    one ``factor``, as a 0 side is no image size. The sweep that showed the package equal to
+    the rule this module used to spell out: BENCHMARKS.md, "Library or ours"."""
+    from ui_tars.action_parser import smart_resize as reference
+
     if height <= 0 or width <= 0:
         raise ValueError(f"smart_resize: image size must be positive, got height={height} width={width}")
     if factor <= 0:
         raise ValueError(f"smart_resize: factor must be positive, got {factor}")
     if min_pixels > max_pixels:
         raise ValueError(f"smart_resize: min_pixels={min_pixels} exceeds max_pixels={max_pixels}")
-    ratio = max(height, width) / min(height, width)
-    if ratio > MAX_ASPECT_RATIO:
-        raise ValueError(
-            f"smart_resize: aspect ratio {ratio:.1f} of {width}x{height} exceeds {MAX_ASPECT_RATIO}"
-        )
-    h_bar = max(factor, round(height / factor) * factor)
-    w_bar = max(factor, round(width / factor) * factor)
-    if h_bar * w_bar > max_pixels:
-        beta = math.sqrt((height * width) / max_pixels)
-        h_bar = max(factor, math.floor(height / beta / factor) * factor)
-        w_bar = max(factor, math.floor(width / beta / factor) * factor)
-    elif h_bar * w_bar < min_pixels:
-        beta = math.sqrt(min_pixels / (height * width))
-        h_bar = math.ceil(height * beta / factor) * factor
-        w_bar = math.ceil(width * beta / factor) * factor
-    return h_bar, w_bar
+    h_bar, w_bar = reference(height, width, factor, min_pixels, max_pixels)
+    return max(factor, h_bar), max(factor, w_bar)
 
 
 @dataclass(frozen=True)
