@@ -17,8 +17,7 @@ from typing import Any
 
 from PIL import Image
 
-from regionfocus.kit.report_shell import Overlay, data_attrs, filter_bar, jpeg_data_url, page, shot, thumbnail
-from regionfocus.kit.report_shell import e as _e
+from regionfocus.kit.report_shell import Overlay, jpeg_data_url, render, thumbnail
 from regionfocus.kit.runlog import (
     RECORDS,
     atomic_write_bytes,
@@ -398,9 +397,10 @@ class _ImageCache:
         return self.image, self.thumb_url
 
 
-def sample_images(rec: dict[str, Any], cache: _ImageCache) -> str | None:
+def sample_images(rec: dict[str, Any], cache: _ImageCache) -> list[tuple[Any, ...]] | None:
     """The whole screen (thumbnail) and a magnified crop around the target, each with the
-    overlay drawn over it; None when the screenshot is unreadable."""
+    overlay to draw over it (the arguments of shell.html's ``shot``); None when the screenshot
+    is unreadable."""
     got = cache.get(rec["sample"]["img_path"])
     if got is None:
         return None
@@ -417,95 +417,13 @@ def sample_images(rec: dict[str, Any], cache: _ImageCache) -> str | None:
     crop = full.crop((left, top, left + cw, top + ch)).resize(
         (round(cw * zoom), round(ch * zoom)), Image.Resampling.LANCZOS
     )
-    return shot(thumb_url, overlay, (0, 0, w, h), cls="overview", alt="screenshot with overlays") + shot(
-        jpeg_data_url(crop, 80), overlay, (left, top, cw, ch), cls="crop", alt="region around the target"
-    )
-
-
-def _fmt_point(p: Sequence[float] | None) -> str:
-    return "none" if not p else f"({p[0]:.0f}, {p[1]:.0f})"
-
-
-def _sample_card(rec: dict[str, Any], images: str | None) -> str:
-    s = rec["sample"]
-    oc = outcome(rec)
-    trace = rec.get("trace") or {}
-    calls = list(trace.get("calls") or []) + [
-        c for rnd in trace.get("rounds") or [] for c in rnd.get("calls", [])
+    return [
+        (thumb_url, overlay, (0, 0, w, h), "overview", "screenshot with overlays"),
+        (jpeg_data_url(crop, 80), overlay, (left, top, cw, ch), "crop", "region around the target"),
     ]
-    call_rows = "".join(
-        f"<tr><td>{_e(c.get('kind'))}</td><td>{float(c.get('latency_s') or 0):.2f}s</td>"
-        f"<td><pre>{_e(c.get('text'))}</pre>"
-        + (f"<div class=err>{_e(c.get('error'))}</div>" if c.get("error") else "")
-        + "</td></tr>"
-        for c in calls
-    )
-    rounds = trace.get("rounds") or []
-    round_lines = "".join(
-        f"<li>round {i + 1}: trigger {_e(rnd.get('trigger'))}, focal {_e(_fmt_point(rnd.get('focal')))} "
-        f"({_e(rnd.get('focal_source'))}), {len(rnd.get('boxes', []))} boxes, "
-        f"{len(rnd.get('merged', []))} distinct candidates, choice {_e(rnd.get('choice'))} "
-        f"({_e(rnd.get('choice_method'))})</li>"
-        for i, rnd in enumerate(rounds)
-    )
-    if images == _OMITTED:
-        imgs = "<p class=meta>screenshot omitted to keep this page small</p>"
-    elif images:
-        imgs = images
-    else:
-        imgs = f"<p class=err>screenshot not available: {_e(s['img_path'])}</p>"
-    err = f"<p class=err>error: {_e(rec.get('error'))}</p>" if rec["status"] == "error" else ""
-    if rec["status"] == "partial":
-        err = f"<p class=err>partial: {_e(rec.get('lost'))}</p>"
-    partial = ' <span class="badge partial">partial</span>' if rec["status"] == "partial" else ""
-    return (
-        f'<section class="card" {data_attrs(group=s["group"], app=s["application"], outcome=oc, status=rec["status"])}>'
-        f'<h3>{_e(rec["id"])} <span class="badge {_e(oc.replace("→", "-"))}">{_e(oc)}</span>{partial}</h3>'
-        f"<p class=meta>{_e(s['group'])} · {_e(s['application'])} · {_e(s['platform'])} · "
-        f"{_e(s['ui_type'])} · {_e(s['lang'])}</p>"
-        f"<p class=inst>{_e(s['instruction'])}</p>{err}"
-        f"<div class=imgs>{imgs}</div>"
-        "<table class=kv>"
-        f"<tr><th>baseline</th><td>{_e(_fmt_point(rec['baseline']['point']))} "
-        f"{_e(rec['baseline']['correctness'])}</td></tr>"
-        f"<tr><th>self-judge</th><td>{_e(rec.get('verdict') or '–')}; trigger {_e(rec.get('trigger') or '–')}</td></tr>"
-        f"<tr><th>final</th><td>{_e(_fmt_point(rec['final']['point']))} {_e(rec['final']['correctness'])}</td></tr>"
-        f"<tr><th>cost</th><td>{int(rec.get('n_calls') or 0)} calls, {float(rec.get('seconds') or 0):.2f}s</td></tr>"
-        "</table>"
-        + (f"<ul>{round_lines}</ul>" if round_lines else "")
-        + f"<details><summary>model calls ({len(calls)})</summary><table class=calls>{call_rows}</table></details>"
-        "</section>"
-    )
 
 
-def _strategies_html(records: Sequence[dict[str, Any]]) -> str:
-    """The comparison of the run's strategies and its plot (nothing when there are no peers)."""
-    if not peer_names(records):
-        return ""
-    rows = strategies.comparison(records)
-    head, body = strategies.comparison_cells(rows)
-    table = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in cells) + "</tr>" for cells in body)
-    plot = jpeg_data_url(strategies.plot_png(rows), 90)
-    return (
-        "<h2>Strategies</h2><p>Accuracy in %; cost per sample, the baseline's request included.</p>"
-        f"<table><tr>{''.join(f'<th>{_e(h)}</th>' for h in head)}</tr>{table}</table>"
-        + "".join(f"<p>{_e(note)}</p>" for note in strategies.comparison_notes(rows))
-        + f'<img src="{plot}" alt="accuracy against calls and tokens per sample">'
-    )
-
-
-def _html_table(rows: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> str:
-    groups = _groups_of(*(d for _, d in rows))
-    head1 = "<tr><th></th>" + "".join(f"<th colspan=3>{_e(g)}</th>" for g in [*groups, "Overall"]) + "</tr>"
-    head2 = "<tr><th></th>" + "<th>Text</th><th>Icon</th><th>Avg</th>" * (len(groups) + 1) + "</tr>"
-    body = "".join(
-        f"<tr><th>{_e(label)}</th>" + "".join(f"<td>{_e(c)}</td>" for c in table1_cells(ds, groups)) + "</tr>"
-        for label, ds in rows
-    )
-    return f"<table>{head1}{head2}{body}</table>"
-
-
-_OMITTED = "omitted"
+_OMITTED = "omitted"  # what the template shows instead of a screenshot left out
 # Outcomes in the order their screenshots are worth the bytes when a report must leave some out.
 _IMAGE_PRIORITY = ("error", "right→wrong", "wrong→right", "wrong→wrong", "right→right")
 
@@ -527,50 +445,33 @@ def html_report(
     thumb_width: int = 1200,
     max_images: int | None = 400,
 ) -> str:
-    """One self-contained HTML page on the shared report shell (inline CSS, JS and JPEG data
-    URLs, overlays as SVG). Every string that came from a model or the dataset is escaped. At most ``max_images`` samples
-    carry screenshots (see :func:`images_for`), so the page stays a reasonable size."""
+    """One self-contained HTML page (templates/report.html on the shared shell: inline CSS, JS
+    and JPEG data URLs, overlays as SVG). At most ``max_images`` samples carry screenshots (see
+    :func:`images_for`), so the page stays a reasonable size."""
     enabled = config.get("identity", {}).get("regionfocus_enabled", True)
     rows = [(label, details_for(records, row)) for row, label in ROWS if enabled or row == "baseline"]
+    groups = _groups_of(*(d for _, d in rows))
+    comparison = strategies.comparison(records) if peer_names(records) else []
+    head, body = strategies.comparison_cells(comparison)
     cache = _ImageCache(thumb_width)
     shown = images_for(records, max_images)
-    cards = "".join(
-        _sample_card(r, sample_images(r, cache) if r["id"] in shown else _OMITTED) for r in records
+    return render(
+        __package__,
+        "report.html",
+        records=records,
+        groups=groups,
+        table1=[(label, table1_cells(ds, groups)) for label, ds in rows],
+        strategies=comparison
+        and {
+            "head": head,
+            "body": body,
+            "notes": strategies.comparison_notes(comparison),
+            "plot": jpeg_data_url(strategies.plot_png(comparison), 90),
+        },
+        omitted=len(records) - len(shown),
+        outcome=outcome,
+        images_of=lambda r: sample_images(r, cache) if r["id"] in shown else _OMITTED,
     )
-    omitted = len(records) - len(shown)
-    groups = sorted({r["sample"]["group"] for r in records})
-    apps = sorted({r["sample"]["application"] for r in records})
-    outcomes = ["wrong→right", "right→wrong", "right→right", "wrong→wrong", "error"]
-    legend = (
-        '<p class=legend><span style="color:#0a0">■ ground truth</span>'
-        '<span style="color:#e61e1e">◎ B baseline</span><span style="color:#145aff">◎ F final</span>'
-        '<span style="color:#00c8dc">◎ focal point</span><span style="color:#ff1493">★ candidates</span>'
-        "<span>□ RegionFocus boxes</span></p>"
-    )
-    body = (
-        f"<p>{len(records)} samples"
-        + f" ({sum(r['status'] == 'error' for r in records)} errors, counted wrong; "
-        + f"{sum(r['status'] == 'partial' for r in records)} partial: some model calls failed)."
-        + " Accuracy in %."
-        + (
-            f" Screenshots embedded for {len(records) - omitted} samples (errors and flips first); "
-            "`regionfocus screenspot-pro report RUN_DIR --max-images N` embeds more."
-            if omitted
-            else ""
-        )
-        + f"</p>{_html_table(rows)}{_strategies_html(records)}<h2>Samples</h2>{legend}"
-        + filter_bar(
-            [
-                ("group", "group", groups),
-                ("app", "application", apps),
-                ("outcome", "outcome", outcomes),
-                ("status", "status", ["ok", "partial", "error"]),
-            ],
-            len(records),
-        )
-        + cards
-    )
-    return page("ScreenSpot-Pro run", body)
 
 
 def _peak_rss_line(records: Sequence[dict[str, Any]]) -> list[str]:

@@ -34,9 +34,13 @@ from typing import Any
 from .chat_server import Reply, request_text
 from .model_like import request_kind
 
-__all__ = ["HUGE_REPLY_BYTES", "Hostile", "colour_sample_of", "hostile_text"]
+__all__ = ["HUGE_REPLY_BYTES", "MARKUP", "MARKUP_ESCAPED", "Hostile", "colour_sample_of", "hostile_text"]
 
 HUGE_REPLY_BYTES = 300_000
+# Text a model, a page or a data set may write that must reach a report as text: a script, an
+# attribute break-out with an event handler, and template syntax that must not be evaluated.
+MARKUP = '<script>alert(1)</script>"><img src=x onerror=alert(2)>{{ 7*7 }}'
+MARKUP_ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;&#34;&gt;&lt;img src=x onerror=alert(2)&gt;{{ 7*7 }}"
 
 
 def hostile_text(fault: str) -> str:

@@ -26,6 +26,7 @@ from regionfocus.screenspot_pro.dataset import load_dataset
 from regionfocus.screenspot_pro.report import compare_runs, write_reports
 from regionfocus.screenspot_pro.runner import run_samples, run_screenspot
 
+from .hostile import MARKUP, MARKUP_ESCAPED
 from .test_screenspot_helpers import ColourModel, expected_outcomes, fresh_dataset, make_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -124,10 +125,10 @@ def test_no_regionfocus_is_the_same_baseline(rf_run: Path, base_run: Path):
     assert "+ RegionFocus" not in (base_run / "summary.md").read_text()
 
 
-def test_html_report_escapes_model_text(rf_run: Path):
+def test_html_report_escapes_model_text(rf_run: Path, tmp_path: Path):
     page = (rf_run / "report.html").read_text()
     assert page.count("<script") == 1  # ours, at the end
-    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in page
+    assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;" in page
     assert page.count('class="card"') == 9
     assert page.count("data:image/jpeg;base64,") == 18  # overview + crop per sample
     for outcome in ("wrong→right", "right→wrong", "error"):
@@ -135,6 +136,27 @@ def test_html_report_escapes_model_text(rf_run: Path):
     assert '<select id="f-app" data-filter="app">' in page and '<option value="appc">' in page
     # the overlay is drawn over each image in screenshot pixels: the ground truth, B and F marks
     assert page.count("<svg viewBox=") == 18 and 'stroke="#00c800"' in page
+    # Markup in every text a data set or a model writes (instruction, application, thoughts and
+    # answers, call errors, verdict, a sample's error), rebuilt by the CLI from the records alone.
+    records = [json.loads(line) for line in (rf_run / "records.jsonl").read_text().splitlines()]
+    for r in records:
+        r["sample"]["instruction"] += MARKUP
+        r["sample"]["application"] = MARKUP
+        r["verdict"] = MARKUP
+        for c in r["trace"]["calls"] + [c for rnd in r["trace"]["rounds"] for c in rnd["calls"]]:
+            c["text"], c["error"] = "Thought: " + MARKUP, MARKUP
+        if r["status"] == "error":
+            r["error"] = MARKUP
+    (tmp_path / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert main(["report", str(tmp_path)]) == 0
+    page = (tmp_path / "report.html").read_text()
+    assert page.count("<script") == 1 and "<img src=x" not in page
+    assert f'data-app="{MARKUP_ESCAPED}"' in page and f'<option value="{MARKUP_ESCAPED}">' in page
+    assert (
+        f"<pre>Thought: {MARKUP_ESCAPED}</pre>" in page and f"<div class=err>{MARKUP_ESCAPED}</div>" in page
+    )
+    assert f"<p class=err>error: {MARKUP_ESCAPED}</p>" in page and f"{MARKUP_ESCAPED}; trigger" in page
+    assert page.count(MARKUP_ESCAPED) == page.count("{{ 7*7 }}") > 9 * 4  # written, never evaluated
 
 
 def test_report_regenerated_from_records_alone(rf_run: Path, tmp_path: Path):

@@ -21,6 +21,8 @@ from regionfocus.webvoyager.report import summarize, write_report
 from regionfocus.webvoyager.rundir import RunDir, write_json
 from regionfocus.webvoyager.tasks import load_tasks
 
+from .hostile import MARKUP, MARKUP_ESCAPED
+
 # --------------------------------------------------------------------------- verdicts
 
 
@@ -285,7 +287,7 @@ def test_resume_refuses_different_settings_and_keeps_finished(tmp_path):
 
 def test_summary_and_report_escape_page_text(tmp_path):
     evil = "<script>alert('x')</script>"
-    _fake_run(
+    rd = _fake_run(
         tmp_path,
         [
             {
@@ -306,6 +308,7 @@ def test_summary_and_report_escape_page_text(tmp_path):
                 "reward": -1.0,
                 "steps": 2,
                 "ques": evil,
+                "answer": MARKUP,
             },
             {
                 "id": "click-link--0",
@@ -322,9 +325,29 @@ def test_summary_and_report_escape_page_text(tmp_path):
     assert s["sites"]["click-button"]["success_rate"] == 0.5
     assert s["sites"]["click-link"]["errors"] == 1
     assert s["overall"]["triggers_per_task"] == {"no-effect": round(1 / 3, 3)}
+    # What the page and the model wrote at a step: its URL, the thought, the action, the
+    # page's events and error, a RegionFocus round's call; and a site named by the task file.
+    rnd = {"trigger": MARKUP, "merged": [{"number": 1, "action": {"point": [5, 5]}}], "choice": 1,
+           "calls": [{"kind": "view", "text": MARKUP}]}  # fmt: skip
+    step = {"step": 1, "screenshot": "screenshot1.png", "url": "https://x/?q=" + MARKUP, "text": MARKUP,
+            "action_text": MARKUP, "events": [MARKUP], "error": MARKUP, "decision": {"round": rnd},
+            "views": [MARKUP + ".png"], "action": {"point": [5, 5]}}  # fmt: skip
+    write_json(tmp_path / "taskclick-button--1" / "trajectory.json", {"steps": [step]})
+    rd.record(
+        {"id": "hostile--0", "web_name": MARKUP, "folder": "taskhostile--0", "error": None, "triggers": {}}
+    )
     html = write_report(tmp_path).read_text()
     assert evil not in html and "&lt;script&gt;" in html
     assert (tmp_path / "summary.md").read_text().count("|") > 10
+    assert html.count("<script") == 1 and "<img src=x" not in html
+    assert f"<b>Answer:</b> {MARKUP_ESCAPED}</div>" in html and f"<pre>{MARKUP_ESCAPED}</pre>" in html
+    assert f"url: https://x/?q={MARKUP_ESCAPED}<pre>" in html and f"<code>{MARKUP_ESCAPED}</code>" in html
+    assert (
+        f"<pre>[view] {MARKUP_ESCAPED}</pre>" in html
+        and f'<img src="taskclick-button--1/{MARKUP_ESCAPED}.png"' in html
+    )
+    assert f'data-site="{MARKUP_ESCAPED}"' in html and f"<td>{MARKUP_ESCAPED}</td>" in html
+    assert html.count(MARKUP_ESCAPED) == html.count("{{ 7*7 }}") >= 12  # written, never evaluated
 
 
 # --------------------------------------------------------------------------- judge over HTTP

@@ -9,13 +9,12 @@ Everything a page or a model wrote is escaped before it reaches the HTML.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from html import escape
 from pathlib import Path
 from statistics import mean
 
 from PIL import Image
 
-from regionfocus.kit.report_shell import Overlay, data_attrs, filter_bar, page, shot
+from regionfocus.kit.report_shell import Overlay, render
 
 from .rundir import read_json, read_results, run_config, write_json, write_text
 
@@ -124,81 +123,28 @@ def _image_size(path: Path, default: tuple[int, int]) -> tuple[int, int]:
         return default
 
 
-def _verdict_html(rec: dict) -> str:
-    s = rec.get("success")
-    if s is True:
-        return '<span class="ok">success</span>'
-    if s is False:
-        return '<span class="bad">failure</span>'
-    return '<span class="unk">not judged</span>'
+def _effect_text(effect: dict | None) -> str:
+    if not effect:
+        return "not executed"
+    if not effect.get("changed"):
+        return "no effect"
+    return "changed: " + ", ".join(f"{k}={v}" for k, v in effect.items() if k != "changed")
 
 
-def _task_html(root: Path, rec: dict, default_size: tuple[int, int]) -> str:
+def _task(root: Path, rec: dict, default_size: tuple[int, int]) -> dict:
+    """A task's record, its folder and its trajectory's steps, each with what the template draws."""
     folder = rec.get("folder") or ("task" + rec["id"])
     traj = read_json(root / folder / "trajectory.json", default={}) or {}
-    e = escape
-    head = (
-        f"<summary>{_verdict_html(rec)} <b>{e(rec['id'])}</b> — {e(rec.get('ques') or '')[:200]} "
-        f"<span class='unk'>steps {rec.get('steps', 0)}, RF rounds {rec.get('regionfocus_rounds', 0)}"
-        + (f", reward {rec['reward']:.3f}" if isinstance(rec.get("reward"), (int, float)) else "")
-        + "</span>"
-        + (f" <span class='err'>error: {e(str(rec['error']))}</span>" if rec.get("error") else "")
-        + (
-            f" <span class='err'>partial: {e(str(rec.get('lost')))}</span>"
-            if rec.get("status") == "partial"
-            else ""
-        )
-        + "</summary>"
-    )
-    body = []
-    if rec.get("answer"):
-        body.append(f"<div class='step'><b>Answer:</b> {e(str(rec['answer']))}</div>")
-    for step in traj.get("steps", []):
-        shot_path = root / folder / step["screenshot"]
-        size = _image_size(shot_path, default_size)
-        src = f"{folder}/{step['screenshot']}"
-        effect = step.get("effect")
-        effect_txt = (
-            ("changed: " + ", ".join(f"{k}={v}" for k, v in effect.items() if k != "changed"))
-            if effect and effect.get("changed")
-            else ("no effect" if effect else "not executed")
-        )
-        views = "".join(
-            f'<a href="{e(folder + "/" + v, quote=True)}"><img src="{e(folder + "/" + v, quote=True)}" alt="view"></a>'
-            for v in step.get("views", [])
-        )
-        rnd = (step.get("decision") or {}).get("round")
-        rnd_txt = ""
-        if rnd:
-            calls = "\n".join(f"[{c.get('kind')}] {c.get('text', '')}" for c in rnd.get("calls", []))
-            rnd_txt = (
-                f"<p>RegionFocus ({e(str(rnd.get('trigger')))}): focal {e(str(rnd.get('focal_source')))}, "
-                f"{len(rnd.get('candidates') or [])} candidates, {len(rnd.get('merged') or [])} distinct, "
-                f"choice {e(str(rnd.get('choice')))} by {e(str(rnd.get('choice_method')))}</p>"
-                f"<pre>{e(calls)}</pre>"
-            )
-        events = step.get("events") or []
-        body.append(
-            "<div class='step'>"
-            + shot(src, _overlay(step), (0, 0, *size), cls="step-shot", alt=f"screenshot {step['step']}")
-            + "<div class='meta'>"
-            f"<b>Step {step['step']}</b> · {e(step.get('source', ''))}"
-            + (f" · trigger <b>{e(str(step['trigger']))}</b>" if step.get("trigger") else "")
-            + f"<br>action: <code>{e(step.get('action_text', ''))}</code><br>effect: {e(effect_txt)}"
-            + (f"<br><span class='err'>error: {e(str(step['error']))}</span>" if step.get("error") else "")
-            + (f"<br>events: {e(str(events))}" if events else "")
-            + f"<br>url: {e(step.get('url', ''))}"
-            + f"<pre>{e(step.get('text') or '')}</pre>"
-            + rnd_txt
-            + (f"<div class='views'>zoomed views:<br>{views}</div>" if views else "")
-            + "</div></div>"
-        )
-    outcome = {True: "success", False: "failure"}.get(rec.get("success"), "not judged")
-    status = "error" if rec.get("error") else rec.get("status") or "ok"
-    attrs = data_attrs(
-        site=rec.get("web_name", "?"), outcome=outcome if not rec.get("error") else "error", status=status
-    )
-    return f"<details class='card' {attrs}>{head}{''.join(body)}</details>"
+    steps = [
+        {
+            **step,
+            "viewbox": (0, 0, *_image_size(root / folder / step["screenshot"], default_size)),
+            "overlay": _overlay(step),
+            "effect_text": _effect_text(step.get("effect")),
+        }
+        for step in traj.get("steps", [])
+    ]
+    return {"rec": rec, "folder": folder, "steps": steps}
 
 
 def _overlay(step: dict) -> Overlay:
@@ -220,34 +166,22 @@ def write_report(run_dir: str | Path) -> Path:
     config = run_config(root)
     vp = config.get("viewport") or [1440, 1440]
     default_size = (int(vp[0]), int(vp[1]))
-    rows = []
-    for site, s in list(summary["sites"].items()) + [("overall", summary["overall"])]:
-        rows.append(
-            f"<tr><td>{escape(site)}</td><td>{s['tasks']}</td><td>{_pct(s['success_rate'])}</td>"
-            f"<td>{s['errors']}</td><td>{s.get('partial', 0)}</td><td>{s['mean_steps']:.2f}</td>"
-            f"<td>{s['rounds_per_task']:.2f}</td>"
-            f"<td>{escape(', '.join(f'{k} {v}' for k, v in s['triggers'].items()) or '-')}</td></tr>"
-        )
-    title = (
-        f"{config.get('agent', '?')} — {'+ RegionFocus' if config.get('regionfocus_enabled') else 'baseline'}"
-    )
-    sites = sorted({r.get("web_name", "?") for r in records})
-    body = (
-        "<table><tr><th>site</th><th>tasks</th><th>success %</th><th>errors</th><th>partial</th>"
-        "<th>mean steps</th><th>RF rounds/task</th><th>triggers</th></tr>" + "".join(rows) + "</table>"
-        "<p class='legend'><span>red ring: executed action</span><span>pink stars: RegionFocus candidates "
-        "(black outline: chosen)</span><span>grey stars: history (tried, no effect)</span>"
-        "<span>cyan cross: focal point</span><span>coloured boxes: zoomed regions</span></p>"
-        + filter_bar(
-            [
-                ("site", "site", sites),
-                ("outcome", "outcome", ["success", "failure", "not judged", "error"]),
-                ("status", "status", ["ok", "partial", "error"]),
-            ],
-            len(records),
-        )
-        + "".join(_task_html(root, r, default_size) for r in records)
+    site_rows = [
+        [site, s["tasks"], _pct(s["success_rate"]), s["errors"], s.get("partial", 0), f"{s['mean_steps']:.2f}",
+         f"{s['rounds_per_task']:.2f}", ", ".join(f"{k} {v}" for k, v in s["triggers"].items()) or "-"]
+        for site, s in [*summary["sites"].items(), ("overall", summary["overall"])]
+    ]  # fmt: skip
+    mode = "+ RegionFocus" if config.get("regionfocus_enabled") else "baseline"
+    html = render(
+        __package__,
+        "report.html",
+        title=f"WebVoyager run: {config.get('agent', '?')} — {mode}",
+        subtitle=str(root),
+        site_rows=site_rows,
+        sites=sorted({r.get("web_name", "?") for r in records}),
+        records=records,
+        tasks=[_task(root, r, default_size) for r in records],
     )
     path = root / "report.html"
-    write_text(path, page(f"WebVoyager run: {title}", body, subtitle=str(root)))
+    write_text(path, html)
     return path
