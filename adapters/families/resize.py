@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 from PIL import Image
 
+from regionfocus.resample import resize
+
 
 def smart_resize(
     height: int,
@@ -84,25 +86,12 @@ def resize_for_model(
     min_pixels: int = 4 * 28 * 28,
     max_pixels: int = 16384 * 28 * 28,
 ) -> Resized:
-    """``image`` resized (bicubic, as the Qwen processors do) to its smart_resize size, RGB,
-    with the exact per-axis scale. An image already at that size is returned as is (RGB)."""
+    """``image`` resized (bicubic, as the Qwen processors do: :func:`regionfocus.resample.resize`)
+    to its smart_resize size, RGB, with the exact per-axis scale. An image already at that size
+    is returned as is (RGB)."""
     w, h = image.size
     target = ResizeSpec(factor, min_pixels, max_pixels).model_size((w, h))
     out = image if image.mode == "RGB" else image.convert("RGB")
     if target != (w, h):
-        out = _bicubic(out, target)
+        out = resize(out, target)
     return Resized(out, target[0] / w, target[1] / h)
-
-
-def _bicubic(image: Image.Image, size: tuple[int, int]) -> Image.Image:
-    """Bicubic resize of an RGB image. A shrink by more than 5 % on an axis goes through
-    Pillow, whose filter widens with the shrink (antialiasing); anything else (the
-    near-identity 3840x2160 -> 3836x2156 of a 4K screenshot, or an enlargement) through
-    OpenCV's bicubic (the same a = -0.75 kernel as torch's bicubic used by the fast Qwen
-    processors), ~5x less CPU than Pillow on 4K (benchmarks/overhead.py)."""
-    if size[0] < 0.95 * image.width or size[1] < 0.95 * image.height:
-        return image.resize(size, Image.Resampling.BICUBIC)
-    import cv2
-    import numpy as np
-
-    return Image.fromarray(cv2.resize(np.asarray(image), size, interpolation=cv2.INTER_CUBIC))
