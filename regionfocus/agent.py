@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from PIL import Image
@@ -24,10 +24,12 @@ from .model import GroundingModel, Query, Verdict
 from .orchestrator import RegionFocus
 from .screen import same_screen, screen_signature
 from .stars import mark_for_model
-from .strategy import Strategy
 from .trace import CallRecord, RefineResult, record_call
 from .triggers import Effect, NoAction, NoEffect, NoTarget, Repeat, SelfJudge, TriggerState, any_of
 from .views import ViewSource
+
+if TYPE_CHECKING:  # the strategies package imports this module
+    from .strategies.protocol import Strategy
 
 
 @dataclass

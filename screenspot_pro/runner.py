@@ -28,7 +28,7 @@ from regionfocus.config import RegionFocusConfig
 from regionfocus.kit.allocator import keep_freed_buffers
 from regionfocus.kit.runlog import RunFolder
 from regionfocus.model import GroundingModel
-from regionfocus.strategies.regionfocus_strategy import prediction_costs
+from regionfocus.strategies.regionfocus import prediction_costs
 
 from .dataset import Sample
 from .metrics import CORRECT, WRONG, correctness

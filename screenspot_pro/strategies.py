@@ -23,7 +23,7 @@ from PIL import Image, ImageDraw, ImageFont
 from regionfocus.agent import StaticPrediction
 from regionfocus.model import GroundingModel
 from regionfocus.strategies import STRATEGIES, get_strategy
-from regionfocus.strategy import CostedCall, StrategyResult
+from regionfocus.strategies.protocol import CostedCall, StrategyResult
 
 from .metrics import CORRECT, correctness
 

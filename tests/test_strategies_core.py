@@ -6,6 +6,7 @@ geometry, mapping back to screenshot pixels and the stopping rules are really ex
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import math
 import re
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from PIL import Image, ImageDraw
 from regionfocus.actions import click
 from regionfocus.geometry import Box, Point
 from regionfocus.model import ModelReply, Usage, Verdict
+from regionfocus.proposers import A11yProposer, LayoutProposer
 from regionfocus.strategies import (
     STRATEGIES,
     ChainOfGround,
@@ -35,11 +37,18 @@ from regionfocus.strategies import (
     get_strategy,
 )
 from regionfocus.strategies.chain_of_ground import MARK_RGB
+from regionfocus.strategies.cli import strategies_command
 from regionfocus.strategies.gui_rc import region_vote
 from regionfocus.strategies.mega_gui import trim_away
-from regionfocus.strategies.screenseeker import gaussian_score, nms, parse_check, parse_plan
-from regionfocus.strategies_cli import strategies_command
-from regionfocus.strategy import Samples, image_tokens
+from regionfocus.strategies.protocol import Samples, image_tokens
+from regionfocus.strategies.screenseeker import (
+    CHECK_PROMPT,
+    PLAN_PROMPT,
+    gaussian_score,
+    nms,
+    parse_check,
+    parse_plan,
+)
 
 W, H = 1920, 1080
 GREEN = (30, 160, 90)
@@ -421,6 +430,36 @@ def test_screenseeker_without_a_planner_grounds_directly():
     res = run(ScreenSeekeR(), TargetModel(sight=1280), None)
     assert [c.kind for c in res.calls] == ["ground[d0.0]", "leaf[d1]"]
     assert any("no planner" in n for n in res.notes) and exact(res.point)
+
+
+def test_screenseeker_prompts_are_the_official_texts():
+    """Byte for byte the two string literals of the official code (prompts/SOURCES.md)."""
+    assert hashlib.sha256(PLAN_PROMPT.encode()).hexdigest() == (
+        "15f95627abaf1c350d836182e443353bdb39e0bc7fdd0146a8f0a41929b72956"
+    )
+    assert hashlib.sha256(CHECK_PROMPT.encode()).hexdigest() == (
+        "c6733d2f69a4560dd1d4ffbeffd9d646400eb87540399f4ed783cd7d98dfc506"
+    )
+    assert PLAN_PROMPT.format(instruction="the OK button").endswith("**Instruction:**\nthe OK button\n")
+    assert CHECK_PROMPT.format(instruction="x").startswith("\nYou are given a cropped screenshot.")
+
+
+def test_constructor_checks_name_every_broken_rule_and_its_value():
+    with pytest.raises(
+        ValueError, match=r"^ui-zoomer: need n >= 1, 0 <= iou_weight <= 1; got n=0, iou_weight=2$"
+    ):
+        UIZoomer(n=0, iou_weight=2)
+    with pytest.raises(ValueError, match=r"0 < portrait_ratio <= 1; got portrait_ratio=\(0.5, 1.5\)"):
+        IterativeNarrowing(portrait_ratio=(0.5, 1.5))  # each element of a pair is checked
+    with pytest.raises(ValueError, match="reground: need side > 0"):
+        ReGround(side="big")  # a value that cannot be compared breaks the rule
+    with pytest.raises(ValueError, match="layout: need max_boxes >= 1"):
+        LayoutProposer(max_boxes=0)
+    with pytest.raises(ValueError, match=r"a11y: need 0 < max_frac <= 1"):
+        A11yProposer(max_frac=0)
+    with pytest.raises(ValueError, match="2 refining steps"):
+        ChainOfGround(models=(None,))
+    assert ZoomClick(depth=0).depth == 0 and ScreenSeekeR(min_patch=[640, 480]).min_patch == (640, 480)
 
 
 def test_screenseeker_helpers():

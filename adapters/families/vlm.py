@@ -486,7 +486,7 @@ class VlmAdapter(RoundRequests):
         """``n`` grounding answers on ``image`` at ``temperature`` in one request (the API's
         ``n`` with ``logprobs``), each parsed like :meth:`act`, with its mean token probability.
         A backend without ``complete_n`` (in-process) is asked ``n`` times."""
-        from regionfocus.strategy import Samples  # the core's type; adapters may import the core
+        from regionfocus.strategies.protocol import Samples  # the core's type; adapters may import the core
 
         resized = await self.model_image(image)
         kind = "agent" if query.mode == "agent" else "grounding"

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..a11y import PHASES, A11yElement, compress, element_groups
+from ..checks import require
 from ..geometry import DEFAULT_RATIOS, Box, Point, box_around, fixed_ratio_boxes, shift_box_inside
 from ..model import ModelReply, Usage
 from .base import ProposalContext
@@ -52,14 +53,11 @@ class A11yProposer:
         ratios: Sequence[tuple[float, float]] = DEFAULT_RATIOS,
         phases: Sequence[str] = PHASES,
     ):
-        if max_boxes < 1:
-            raise ValueError(f"a11y proposer max_boxes must be at least 1, got {max_boxes!r}")
-        if not 0 < max_frac <= 1:
-            raise ValueError(f"a11y proposer max_frac must be in (0, 1], got {max_frac!r}")
         self.max_boxes, self.margin, self.min_size, self.max_frac = int(max_boxes), margin, min_size, max_frac
         self.ratios = tuple(tuple(r) for r in ratios)
         self.phases = tuple(phases)
         self.last_note = ""
+        require(self, "max_boxes >= 1, 0 < max_frac <= 1")
 
     async def propose(self, ctx: ProposalContext) -> list[Box]:
         size = ctx.screenshot.size

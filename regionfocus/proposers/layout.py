@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import math
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 
 import cv2
 import numpy as np
 from PIL import Image
 
+from ..checks import require
 from ..geometry import Box, Point, clamp_point
 from .base import BoxProposer, FixedRatioProposer, ProposalContext, enforce_min_size
 
@@ -70,6 +71,7 @@ def _intervals(flags: np.ndarray) -> list[tuple[int, int]]:
     return list(zip(change[0::2].tolist(), change[1::2].tolist(), strict=True))
 
 
+@dataclass
 class LayoutProposer:
     """Boxes of the nested GUI panels that contain the focal point, smallest first.
 
@@ -94,36 +96,22 @@ class LayoutProposer:
 
     name = "layout"
 
-    def __init__(
-        self,
-        min_size: float = 64,
-        fallback: BoxProposer | None = None,
-        *,
-        max_boxes: int = 3,
-        work_side: int = 1920,
-        edge_threshold: int = 5,
-        line_coverage: float = 0.95,
-        gutter: float = 0.015,
-        max_cover: float = 0.85,
-        small_panel: float = 0.03,
-        min_growth: float = 1.5,
-        max_depth: int = 12,
-    ):
-        if max_boxes < 1:
-            raise ValueError(f"layout max_boxes must be >= 1, got {max_boxes}")
-        if not 0 < line_coverage <= 1:
-            raise ValueError(f"layout line_coverage must be in (0, 1], got {line_coverage}")
-        self.min_size = min_size
-        self.fallback = fallback or FixedRatioProposer()
-        self.max_boxes = max_boxes
-        self.work_side = work_side
-        self.edge_threshold = edge_threshold
-        self.line_coverage = line_coverage
-        self.gutter = gutter
-        self.max_cover = max_cover
-        self.small_panel = small_panel
-        self.min_growth = min_growth
-        self.max_depth = max_depth
+    min_size: float = 64
+    fallback: BoxProposer | None = None
+    _: KW_ONLY
+    max_boxes: int = 3
+    work_side: int = 1920
+    edge_threshold: int = 5
+    line_coverage: float = 0.95
+    gutter: float = 0.015
+    max_cover: float = 0.85
+    small_panel: float = 0.03
+    min_growth: float = 1.5
+    max_depth: int = 12
+
+    def __post_init__(self) -> None:
+        self.fallback = self.fallback or FixedRatioProposer()
+        require(self, "max_boxes >= 1, 0 < line_coverage <= 1")
 
     async def propose(self, ctx: ProposalContext) -> list[Box]:
         boxes = await asyncio.to_thread(self.panel_boxes, ctx.screenshot, ctx.focal)

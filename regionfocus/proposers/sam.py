@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from ..checks import require
 from ..geometry import Box, Point, clamp_point
 from .base import BoxProposer, FixedRatioProposer, ProposalContext, enforce_min_size
 
@@ -101,12 +102,6 @@ class SamProposer:
             checkpoint = Path(checkpoint).expanduser()
             if not checkpoint.is_file():
                 raise FileNotFoundError(f"SAM checkpoint not found: {checkpoint}")
-        if margin < 0:
-            raise ValueError(f"SAM margin must be >= 0, got {margin}")
-        if n_masks < 1:
-            raise ValueError(f"SAM n_masks must be >= 1, got {n_masks}")
-        if cache_size < 1:
-            raise ValueError(f"SAM cache_size must be >= 1, got {cache_size}")
         self.checkpoint = checkpoint
         self.model_type = model_type
         self.margin = margin
@@ -118,6 +113,7 @@ class SamProposer:
         self.min_mask_pixels = min_mask_pixels
         self.max_cover = max_cover
         self.cache_size = cache_size
+        require(self, "margin >= 0, n_masks >= 1, cache_size >= 1")
         self._sam = sam
         self._predictor: Any = None
         self._current: str | None = None  # key of the image whose embedding the predictor holds

@@ -1,5 +1,6 @@
 """The test-time strategies beside RegionFocus, under one protocol
-(:class:`regionfocus.strategy.Strategy`), and their registry.
+(:class:`regionfocus.strategies.protocol.Strategy`; what they share is in :mod:`.base`), and
+their registry (listed by the ``regionfocus strategies`` command, :mod:`.cli`).
 
 ``STRATEGIES`` maps a name to a :class:`StrategyInfo` (the paper, the call budget, whether the
 strategy needs sampling or a planner); ``get_strategy(name, **options)`` builds one;
@@ -12,7 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..strategy import Strategy
 from .chain_of_ground import ChainOfGround
 from .compose import MapChoice, Triggered, choose_on_map
 from .dimo import DiMoGUI
@@ -20,7 +20,8 @@ from .focusing import IterativeFocusing
 from .gui_rc import GuiRC
 from .mega_gui import MegaGuiZoom
 from .narrowing import IterativeNarrowing
-from .regionfocus_strategy import RegionFocusStrategy
+from .protocol import Strategy
+from .regionfocus import RegionFocusStrategy
 from .reground import ReGround
 from .screenseeker import ScreenSeekeR
 from .ui_zoomer import UIZoomer

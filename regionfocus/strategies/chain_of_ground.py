@@ -14,19 +14,18 @@ screenshot, so the answer is already in screenshot pixels.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from PIL import Image, ImageDraw
 
+from ..checks import require
 from ..geometry import Point
 from ..model import GroundingModel
-from ..strategy import first_point, ground_full
-from .base import Attempt, BaseStrategy
+from .base import Attempt, BaseStrategy, first_point, ground_full, strategy_prompt
 
 MARK_RGB = (230, 20, 20)
-CIRCLE_HINT = (
-    "The target lies inside the translucent red circle drawn on the screenshot; give its exact point."
-)
-SQUARE_HINT = "A small red square marks the current guess; give the exact centre of the target element."
+CIRCLE_HINT = strategy_prompt("chain_of_ground_circle_hint.txt")
+SQUARE_HINT = strategy_prompt("chain_of_ground_square_hint.txt")
 
 
 def draw_mark(
@@ -47,38 +46,34 @@ def draw_mark(
     return Image.alpha_composite(base, overlay).convert("RGB")
 
 
+@dataclass
 class ChainOfGround(BaseStrategy):
     name = "chain-of-ground"
     paper = "issue text (Chain-of-Ground: circle then square marks, per-step models); no public code found"
     call_budget = "2 marked full screenshots"
-    crops = False  # marks drawn on the whole screenshot
-    needs_sampling = False
-    needs_planner = False
+    ignores_views = "chain-of-ground never crops"  # marks drawn on the whole screenshot
 
-    def __init__(
-        self,
-        models: Sequence[GroundingModel | None] = (None, None),
-        circle_frac: float = 0.06,
-        square_frac: float = 0.02,
-        circle_hint: str = CIRCLE_HINT,
-        square_hint: str = SQUARE_HINT,
-    ):
-        if len(models) != 2:
+    models: Sequence[GroundingModel | None] = (None, None)
+    circle_frac: float = 0.06
+    square_frac: float = 0.02
+    circle_hint: str = CIRCLE_HINT
+    square_hint: str = SQUARE_HINT
+
+    def __post_init__(self) -> None:
+        self.models = tuple(self.models)
+        require(self, "circle_frac > 0, square_frac > 0")
+        if len(self.models) != 2:
             raise ValueError(
-                f"chain-of-ground: models must name the 2 refining steps' models, got {len(models)}"
+                f"chain-of-ground: models must name the 2 refining steps' models, got {self.models}"
             )
-        if not (0 < square_frac and 0 < circle_frac):
-            raise ValueError("chain-of-ground: circle_frac and square_frac must be > 0")
-        self.models = tuple(models)
-        self.circle_frac, self.square_frac = circle_frac, square_frac
-        self.hints = (circle_hint, square_hint)
 
     async def search(self, attempt: Attempt) -> Point | None:
         ledger, model, source, screenshot, instruction = attempt
         point = await first_point(ledger, model, screenshot, instruction)
         long_side = max(screenshot.size)
         steps = (("circle", self.circle_frac * long_side), ("square", self.square_frac * long_side / 2))
-        for i, ((shape, radius), hint) in enumerate(zip(steps, self.hints, strict=True)):
+        hints = (self.circle_hint, self.square_hint)
+        for i, ((shape, radius), hint) in enumerate(zip(steps, hints, strict=True)):
             if point is None:
                 break
             step_model = self.models[i] or model

@@ -16,49 +16,37 @@ go to the image-as-map choice (:func:`~regionfocus.strategies.compose.choose_on_
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 
+from ..checks import require
 from ..geometry import Point
-from ..strategy import (
-    box_inside,
-    full_box,
-    ground_full,
-    ground_view,
-)
-from .base import Attempt, BaseStrategy
+from .base import Attempt, BaseStrategy, box_inside, full_box, ground_full, ground_view, strategy_prompt
 from .compose import choose_on_map
 
-TEXT_HINT = "The target is a text element (a word, label or line of text)."
-ICON_HINT = "The target is an icon or other graphical element, not text."
+TEXT_HINT = strategy_prompt("dimo_text_hint.txt")
+ICON_HINT = strategy_prompt("dimo_icon_hint.txt")
 
 
+@dataclass
 class DiMoGUI(BaseStrategy):
     name = "dimo-gui"
     paper = "Wu et al. 2025, DiMo-GUI (arXiv:2507.00008)"
     call_budget = "2 branches x (1 + up to 5 crops) + 1 choice"
-    needs_sampling = False
-    needs_planner = False
 
-    def __init__(
-        self,
-        max_steps: int = 5,
-        settle: int = 2,
-        center_frac: float = 0.1,
-        text_hint: str = TEXT_HINT,
-        icon_hint: str = ICON_HINT,
-        merge_radius: float = 8.0,
-        zoom: str = "native",
-    ):
-        if max_steps < 0 or settle < 1 or not 0 <= center_frac <= 0.5:
-            raise ValueError(
-                f"dimo-gui: need max_steps >= 0, settle >= 1, 0 <= center_frac <= 0.5; got "
-                f"{max_steps}, {settle}, {center_frac}"
-            )
-        self.max_steps, self.settle, self.center_frac = max_steps, settle, center_frac
-        self.hints = {"text": text_hint, "icon": icon_hint}
-        self.merge_radius, self.zoom = merge_radius, zoom
+    max_steps: int = 5
+    settle: int = 2
+    center_frac: float = 0.1
+    text_hint: str = TEXT_HINT
+    icon_hint: str = ICON_HINT
+    merge_radius: float = 8.0
+    zoom: str = "native"
+
+    def __post_init__(self) -> None:
+        require(self, "max_steps >= 0, settle >= 1, 0 <= center_frac <= 0.5")
 
     async def _branch(self, ledger, model, source, screenshot, instruction, branch) -> Point | None:
-        asked = f"{instruction}\n{self.hints[branch]}" if self.hints[branch] else instruction
+        hint = self.text_hint if branch == "text" else self.icon_hint
+        asked = f"{instruction}\n{hint}" if hint else instruction
         point = await ground_full(ledger, model, screenshot, asked, f"{branch}[0]")
         ledger.step(branch=branch, step=0, point=point)
         view, centred = full_box(screenshot.size), 0

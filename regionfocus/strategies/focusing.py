@@ -9,9 +9,11 @@ stops early when the view would fall below ``min_side`` pixels on a side.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from ..checks import require
 from ..geometry import Box, Point
-from ..strategy import first_point, refine_in_crops
-from .base import Attempt, BaseStrategy
+from .base import Attempt, BaseStrategy, first_point, refine_in_crops
 
 
 def quadrant(view: Box, point: Point) -> Box:
@@ -22,17 +24,18 @@ def quadrant(view: Box, point: Point) -> Box:
     return Box(left, top, right, bottom)
 
 
+@dataclass
 class IterativeFocusing(BaseStrategy):
     name = "iterative-focusing"
     paper = "issue text (2x2 quadrant focusing); no public code found"
     call_budget = "rounds (3) quadrant crops"
-    needs_sampling = False
-    needs_planner = False
 
-    def __init__(self, rounds: int = 3, min_side: float = 32.0, zoom: str = "native"):
-        if rounds < 1:
-            raise ValueError(f"iterative-focusing: rounds must be >= 1, got {rounds}")
-        self.rounds, self.min_side, self.zoom = rounds, min_side, zoom
+    rounds: int = 3
+    min_side: float = 32.0
+    zoom: str = "native"
+
+    def __post_init__(self) -> None:
+        require(self, "rounds >= 1")
 
     async def search(self, attempt: Attempt) -> Point | None:
         ledger, model, source, screenshot, instruction = attempt
@@ -45,7 +48,6 @@ class IterativeFocusing(BaseStrategy):
                 return None
             return nxt
 
-        point = await refine_in_crops(
+        return await refine_in_crops(
             ledger, model, source, screenshot, instruction, self.zoom, point, self.rounds, next_crop, "focus"
         )
-        return point

@@ -15,9 +15,12 @@ point itself (noted in the result).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import cv2
 import numpy as np
 
+from ..checks import require
 from ..geometry import Box, Point
 from .base import Attempt, BaseStrategy
 from .sampling import draw_samples, point_box
@@ -49,19 +52,19 @@ def region_vote(boxes: list[Box], size: tuple[int, int]) -> tuple[Point | None, 
     return best.center, best, top, [b.center for b in boxes_out]
 
 
+@dataclass
 class GuiRC(BaseStrategy):
     name = "gui-rc"
     paper = "GUI-RC: Test-Time RL for GUI Grounding via Region Consistency (ZJU-REAL 2025)"
     call_budget = "1 request with n (64) samples"
     needs_sampling = True
-    needs_planner = False
 
-    def __init__(self, n: int = 64, temperature: float = 0.7, box_side: float = 50.0):
-        if n < 1 or temperature <= 0 or box_side <= 0:
-            raise ValueError(
-                f"gui-rc: need n >= 1, temperature > 0, box_side > 0; got {n}, {temperature}, {box_side}"
-            )
-        self.n, self.temperature, self.box_side = n, temperature, box_side
+    n: int = 64
+    temperature: float = 0.7
+    box_side: float = 50.0
+
+    def __post_init__(self) -> None:
+        require(self, "n >= 1, temperature > 0, box_side > 0")
 
     async def search(self, attempt: Attempt) -> Point | None:
         ledger, model, source, screenshot, instruction = attempt

@@ -13,9 +13,11 @@ px, or after ``max_steps`` (30) steps. The final point is the last one found.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from ..checks import require
 from ..geometry import Box, Point
-from ..strategy import clip_box, first_point, full_box, ground_view
-from .base import Attempt, BaseStrategy
+from .base import Attempt, BaseStrategy, clip_box, first_point, full_box, ground_view
 
 
 def trim_away(roi: Box, point: Point, frac: float) -> Box:
@@ -40,30 +42,22 @@ def widen(roi: Box, frac: float, size: tuple[int, int]) -> Box:
     return clip_box(Box(roi.left, roi.top - g, roi.right, roi.bottom + g), size)
 
 
+@dataclass
 class MegaGuiZoom(BaseStrategy):
     name = "mega-gui"
     paper = "issue text (MEGA-GUI stage 1: bidirectional ROI zoom); no public code found"
     call_budget = "until the ROI is <= 1000 px or 3 points agree (<= 30 crops)"
-    needs_sampling = False
-    needs_planner = False
 
-    def __init__(
-        self,
-        trim: float = 0.1,
-        stop_side: float = 1000.0,
-        agree_n: int = 3,
-        agree_px: float = 50.0,
-        edge_frac: float = 0.02,
-        max_steps: int = 30,
-        zoom: str = "native",
-    ):
-        if not 0 < trim < 1 or stop_side <= 0 or agree_n < 2 or agree_px < 0 or max_steps < 1:
-            raise ValueError(
-                f"mega-gui: need 0 < trim < 1, stop_side > 0, agree_n >= 2, agree_px >= 0, max_steps >= 1; got "
-                f"{trim}, {stop_side}, {agree_n}, {agree_px}, {max_steps}"
-            )
-        self.trim, self.stop_side, self.agree_n, self.agree_px = trim, stop_side, agree_n, agree_px
-        self.edge_frac, self.max_steps, self.zoom = edge_frac, max_steps, zoom
+    trim: float = 0.1
+    stop_side: float = 1000.0
+    agree_n: int = 3
+    agree_px: float = 50.0
+    edge_frac: float = 0.02
+    max_steps: int = 30
+    zoom: str = "native"
+
+    def __post_init__(self) -> None:
+        require(self, "0 < trim < 1, stop_side > 0, agree_n >= 2, agree_px >= 0, max_steps >= 1")
 
     def _inside(self, roi: Box, p: Point | None, size: tuple[int, int]) -> bool:
         """Is ``p`` usable inside ``roi``: found, and clear of the border unless the ROI is the
@@ -101,8 +95,7 @@ class MegaGuiZoom(BaseStrategy):
             ledger.step(step=s, move=move, roi=roi, point=point)
             if point is not None:
                 history.append(point)
-        final = history[-1] if history else None
-        return final
+        return history[-1] if history else None
 
 
 def _agree(points: list[Point], radius: float) -> bool:

@@ -11,37 +11,32 @@ rounds is 3 in the issue; ``ratio``/``portrait_ratio``/``rounds``/``zoom`` are p
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from ..checks import require
 from ..geometry import Point
-from ..strategy import box_inside, first_point, refine_in_crops
-from .base import Attempt, BaseStrategy
+from .base import Attempt, BaseStrategy, box_inside, first_point, refine_in_crops
 
 
+@dataclass
 class IterativeNarrowing(BaseStrategy):
     name = "iterative-narrowing"
     paper = "Nguyen 2024, Improved GUI Grounding via Iterative Narrowing (arXiv:2411.13591)"
     call_budget = "rounds (3) crops"
-    needs_sampling = False
-    needs_planner = False
 
-    def __init__(
-        self,
-        rounds: int = 3,
-        ratio: tuple[float, float] = (0.5, 0.5),
-        portrait_ratio: tuple[float, float] = (1 / 1.2, 0.5),
-        zoom: str = "native",
-    ):
-        if rounds < 1:
-            raise ValueError(f"iterative-narrowing: rounds must be >= 1, got {rounds}")
-        for r in (ratio, portrait_ratio):
-            if not all(0 < v <= 1 for v in r):
-                raise ValueError(f"iterative-narrowing: ratios must be in (0, 1], got {r}")
-        self.rounds, self.ratio, self.portrait_ratio, self.zoom = rounds, ratio, portrait_ratio, zoom
+    rounds: int = 3
+    ratio: tuple[float, float] = (0.5, 0.5)
+    portrait_ratio: tuple[float, float] = (1 / 1.2, 0.5)
+    zoom: str = "native"
+
+    def __post_init__(self) -> None:
+        require(self, "rounds >= 1, 0 < ratio <= 1, 0 < portrait_ratio <= 1")
 
     async def search(self, attempt: Attempt) -> Point | None:
         ledger, model, source, screenshot, instruction = attempt
         point = await first_point(ledger, model, screenshot, instruction)
         rx, ry = self.portrait_ratio if screenshot.width < screenshot.height else self.ratio
-        point = await refine_in_crops(
+        return await refine_in_crops(
             ledger,
             model,
             source,
@@ -53,4 +48,3 @@ class IterativeNarrowing(BaseStrategy):
             lambda view, point, r: box_inside(point, view.width * rx, view.height * ry, view),
             "narrow",
         )
-        return point

@@ -8,22 +8,24 @@ inside the screenshot, and is the whole side where the screenshot is smaller; ``
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from ..checks import require
 from ..geometry import Point
-from ..strategy import box_inside, first_point, full_box, ground_view
-from .base import Attempt, BaseStrategy
+from .base import Attempt, BaseStrategy, box_inside, first_point, full_box, ground_view
 
 
+@dataclass
 class ReGround(BaseStrategy):
     name = "reground"
     paper = "issue text (one 1024x1024 centre crop, re-ground once); no public code found"
     call_budget = "1 crop"
-    needs_sampling = False
-    needs_planner = False
 
-    def __init__(self, side: float = 1024.0, zoom: str = "native"):
-        if side <= 0:
-            raise ValueError(f"reground: side must be > 0, got {side}")
-        self.side, self.zoom = side, zoom
+    side: float = 1024.0
+    zoom: str = "native"
+
+    def __post_init__(self) -> None:
+        require(self, "side > 0")
 
     async def search(self, attempt: Attempt) -> Point | None:
         ledger, model, source, screenshot, instruction = attempt

@@ -1,6 +1,6 @@
 """Drawing n answers at a temperature for the sampling strategies (UI-Zoomer, GUI-RC).
 
-A model that implements :class:`~regionfocus.strategy.SamplingModel` answers all n in one
+A model that implements :class:`~regionfocus.strategies.protocol.SamplingModel` answers all n in one
 request (the OpenAI API's ``n``, with ``logprobs`` for token confidence). A model that does not
 (the OCR agent, any deterministic grounder) would give n identical answers: the strategy then
 takes its one answer (the baseline's point, or one ``act``) as the only sample and says so in
@@ -15,7 +15,8 @@ from PIL import Image
 
 from ..geometry import Box, Point, clamp_point
 from ..model import GroundingModel, ModelReply, Query
-from ..strategy import Ledger, Samples, SamplingModel, first_point
+from .base import first_point
+from .protocol import Ledger, Samples, SamplingModel
 
 DEGENERATE = "model cannot sample (deterministic): its one answer is the only sample"
 

@@ -3,16 +3,16 @@ each; padded patches around those points are scored by a Gaussian vote of all th
 points, de-duplicated and searched recursively, best first; the planner checks the final answer.
 
 Paper: K. Li et al., "ScreenSpot-Pro: GUI Grounding for Professional High-Resolution Computer
-Use", arXiv:2504.07981 (2025), ScreenSeekeR. Code: the ScreenSeekeR class of the ScreenSpot-Pro
-evaluation (found with the search tools by content; the index did not name its repository
-path): configs ``max_search_depth`` 3, ``min_crop_size`` (1280, 768); ``score_patch`` a Gaussian
-(mu 0.5, sigma 0.3) of a vote's position inside the patch, 0 outside; NMS at IoU 0.5 keeping
-score order; ``visual_search`` grounds directly (then asks the planner whether the marked
+Use", arXiv:2504.07981 (2025), ScreenSeekeR. Code: likaixin2000/ScreenSpot-Pro-GUI-Grounding,
+models/methods/screenseeker.py (commit 8390c0c7, unchanged up to bd8bbbb4): configs
+``max_search_depth`` 3, ``min_crop_size`` (1280, 768); ``score_patch`` a Gaussian (mu 0.5,
+sigma 0.3) of a vote's position inside the patch, 0 outside; NMS at IoU 0.5 keeping score order; ``visual_search`` grounds directly (then asks the planner whether the marked
 element is the target: is_target / target_elsewhere with a rewritten instruction /
 target_not_found) once the patch is at the minimum size or the depth limit, and otherwise
-tries the patches best first, backtracking when a branch finds nothing. The prompts below are
-our own words for the same requests (XML tags ``<element>``, ``<area>``, ``<neighbor>``; a JSON
-verdict). Differences, chosen: grounders here return points, so a reference's patch is the
+tries the patches best first, backtracking when a branch finds nothing. The planner's two
+prompts are that code's texts, in ``prompts/`` (sources in ``prompts/SOURCES.md``); the code
+sends each after a system message that a :class:`ChatModel` has no place for (not sent).
+Differences, chosen: grounders here return points, so a reference's patch is the
 minimum-size patch centred on its point (shifted inside the current patch) and the check marks
 the point with a small square; the aspect-ratio split of long patches is not needed for such
 patches and is left out; ``max_branches`` can cap the backtracking (None = all, as the code).
@@ -30,30 +30,15 @@ from dataclasses import dataclass
 
 from PIL import Image
 
+from ..checks import require
 from ..geometry import Box, Point
 from ..model import GroundingModel, ModelReply
-from ..strategy import ChatModel, Ledger, box_inside, full_box, ground_view
-from .base import Attempt, BaseStrategy
+from .base import Attempt, BaseStrategy, box_inside, full_box, ground_view, strategy_prompt
 from .chain_of_ground import draw_mark
+from .protocol import ChatModel, Ledger
 
-PLAN_PROMPT = """Find where on this screenshot the UI element for the instruction below is.
-Name the element and the places it is most likely to be, most likely first, each as specific as
-possible (a named panel, toolbar or window, never "other icons"). Wrap the target element in
-<element>...</element>, each likely region in <area>...</area>, and each nearby element that
-helps to find it in <neighbor>...</neighbor>. The element is on this screenshot: do not suggest
-opening menus or other pages. If it is not there at all, answer "No target".
-
-Instruction: {instruction}
-"""
-
-CHECK_PROMPT = """A small red square marks one element on this screenshot. Is it the element the
-instruction below asks for? Describe briefly what the screenshot shows, then answer with a JSON
-object: {{"result": "is_target" | "target_elsewhere" | "target_not_found", "new_instruction":
-a clearer instruction naming the target by its label, text or position, or null}}.
-
-Instruction: {instruction}
-"""
-
+PLAN_PROMPT = strategy_prompt("screenseeker_plan.txt")
+CHECK_PROMPT = strategy_prompt("screenseeker_check.txt")
 _TAGS = ("element", "area", "neighbor")
 
 
@@ -105,30 +90,24 @@ class _Search:
     source: object
 
 
+@dataclass
 class ScreenSeekeR(BaseStrategy):
     name = "screenseeker"
     paper = "Li et al. 2025, ScreenSpot-Pro (arXiv:2504.07981), ScreenSeekeR"
     call_budget = "per level: 1 plan + 1 + refs groundings; at the leaf 1 grounding + 1 check"
-    needs_sampling = False
     needs_planner = True
 
-    def __init__(
-        self,
-        planner: ChatModel | None = None,
-        max_depth: int = 3,
-        min_patch: tuple[float, float] = (1280.0, 768.0),
-        nms_iou: float = 0.5,
-        sigma: float = 0.3,
-        max_branches: int | None = None,
-        zoom: str = "native",
-    ):
-        if max_depth < 0 or min(min_patch) <= 0 or not 0 < nms_iou <= 1 or sigma <= 0:
-            raise ValueError(
-                f"screenseeker: need max_depth >= 0, min_patch > 0, 0 < nms_iou <= 1, sigma > 0; got "
-                f"{max_depth}, {min_patch}, {nms_iou}, {sigma}"
-            )
-        self.planner, self.max_depth, self.min_patch = planner, max_depth, tuple(min_patch)
-        self.nms_iou, self.sigma, self.max_branches, self.zoom = nms_iou, sigma, max_branches, zoom
+    planner: ChatModel | None = None
+    max_depth: int = 3
+    min_patch: tuple[float, float] = (1280.0, 768.0)
+    nms_iou: float = 0.5
+    sigma: float = 0.3
+    max_branches: int | None = None
+    zoom: str = "native"
+
+    def __post_init__(self) -> None:
+        self.min_patch = tuple(self.min_patch)
+        require(self, "max_depth >= 0, min_patch > 0, 0 < nms_iou <= 1, sigma > 0")
 
     async def search(self, attempt: Attempt) -> Point | None:
         ledger, model, source, screenshot, instruction = attempt

@@ -20,11 +20,12 @@ A deterministic model gives one sample: consensus 1, the answer stands (noted).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from itertools import combinations
 
+from ..checks import require
 from ..geometry import Box, Point
-from ..strategy import box_inside, full_box, ground_view
-from .base import Attempt, BaseStrategy
+from .base import Attempt, BaseStrategy, box_inside, full_box, ground_view
 from .sampling import draw_samples, point_box
 
 
@@ -60,39 +61,26 @@ def spread_sigma(boxes: list[Box]) -> tuple[Point, float]:
     return Point(mx, my), math.sqrt(max(var_x, var_y))
 
 
+@dataclass
 class UIZoomer(BaseStrategy):
     name = "ui-zoomer"
     paper = "Tang, Chen et al. 2026, UI-Zoomer (arXiv:2604.14113)"
     call_budget = "1 request with n (8) samples + 1 crop when uncertain"
     needs_sampling = True
-    needs_planner = False
 
-    def __init__(
-        self,
-        n: int = 8,
-        temperature: float = 0.7,
-        threshold: float = 0.5,
-        iou_weight: float = 0.5,
-        box_side: float = 50.0,
-        k_sigma: float = 2.0,
-        min_side: float = 512.0,
-        zoom: str = "native",
-    ):
-        if (
-            n < 1
-            or temperature <= 0
-            or not 0 <= iou_weight <= 1
-            or box_side <= 0
-            or k_sigma <= 0
-            or min_side <= 0
-        ):
-            raise ValueError(
-                "ui-zoomer: need n >= 1, temperature > 0, 0 <= iou_weight <= 1, box_side > 0, k_sigma > 0, "
-                f"min_side > 0; got n={n}, temperature={temperature}, iou_weight={iou_weight}, "
-                f"box_side={box_side}, k_sigma={k_sigma}, min_side={min_side}"
-            )
-        self.n, self.temperature, self.threshold, self.iou_weight = n, temperature, threshold, iou_weight
-        self.box_side, self.k_sigma, self.min_side, self.zoom = box_side, k_sigma, min_side, zoom
+    n: int = 8
+    temperature: float = 0.7
+    threshold: float = 0.5
+    iou_weight: float = 0.5
+    box_side: float = 50.0
+    k_sigma: float = 2.0
+    min_side: float = 512.0
+    zoom: str = "native"
+
+    def __post_init__(self) -> None:
+        require(
+            self, "n >= 1, temperature > 0, 0 <= iou_weight <= 1, box_side > 0, k_sigma > 0, min_side > 0"
+        )
 
     async def search(self, attempt: Attempt) -> Point | None:
         ledger, model, source, screenshot, instruction = attempt

@@ -13,10 +13,11 @@ The final point is the last prediction.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 
+from ..checks import require
 from ..geometry import Box, Point
-from ..strategy import clip_box, first_point, ground_view
-from .base import Attempt, BaseStrategy
+from .base import Attempt, BaseStrategy, clip_box, first_point, ground_view
 
 
 def tiles_2x2(size: tuple[int, int]) -> list[Box]:
@@ -24,33 +25,20 @@ def tiles_2x2(size: tuple[int, int]) -> list[Box]:
     return [Box(x0, y0, x0 + w / 2, y0 + h / 2) for y0 in (0.0, h / 2) for x0 in (0.0, w / 2)]
 
 
+@dataclass
 class ZoomClick(BaseStrategy):
     name = "zoomclick"
     paper = "issue text (ZoomClick: 2x2 pre-zoom, 0.5x shrinking, 768 px floor); no public code found"
     call_budget = "4 tiles + up to depth (3) crops"
-    needs_sampling = False
-    needs_planner = False
 
-    def __init__(
-        self,
-        depth: int = 3,
-        shrink: float = 0.5,
-        min_side: float = 768.0,
-        agree_px: float = 50.0,
-        zoom: str = "native",
-    ):
-        if depth < 0 or not 0 < shrink < 1 or min_side <= 0 or agree_px < 0:
-            raise ValueError(
-                f"zoomclick: need depth >= 0, 0 < shrink < 1, min_side > 0, agree_px >= 0; got "
-                f"depth={depth}, shrink={shrink}, min_side={min_side}, agree_px={agree_px}"
-            )
-        self.depth, self.shrink, self.min_side, self.agree_px, self.zoom = (
-            depth,
-            shrink,
-            min_side,
-            agree_px,
-            zoom,
-        )
+    depth: int = 3
+    shrink: float = 0.5
+    min_side: float = 768.0
+    agree_px: float = 50.0
+    zoom: str = "native"
+
+    def __post_init__(self) -> None:
+        require(self, "depth >= 0, 0 < shrink < 1, min_side > 0, agree_px >= 0")
 
     async def search(self, attempt: Attempt) -> Point | None:
         ledger, model, source, screenshot, instruction = attempt

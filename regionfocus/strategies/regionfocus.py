@@ -18,8 +18,9 @@ from ..actions import Action
 from ..agent import RegionFocusAgent, StaticPrediction
 from ..config import RegionFocusConfig
 from ..model import GroundingModel, ModelReply, Query
-from ..strategy import CostedCall, Ledger, StrategyResult, costed
 from ..views import ViewSource
+from .base import BaseStrategy
+from .protocol import CostedCall, Ledger, StrategyResult, costed
 
 SUPPLIED = "(baseline supplied by the caller)"
 
@@ -59,28 +60,19 @@ def prediction_costs(pred: StaticPrediction, size: tuple[int, int], model: Any) 
     return out
 
 
-class RegionFocusStrategy:
+class RegionFocusStrategy(BaseStrategy):
     name = "regionfocus"
     paper = "RegionFocus: Visual Test-time Scaling for GUI Agent Grounding (arXiv:2505.00684)"
     call_budget = "1 judge; if rejected 1 focal + 4 views + 1 choice (fewer when views agree)"
-    needs_sampling = False
-    needs_planner = False
+    ignores_views = "the static RegionFocus prediction crops the screenshot"
 
     def __init__(self, config: RegionFocusConfig | None = None):
         self.config = config or RegionFocusConfig()
 
-    async def run(
-        self,
-        model: GroundingModel,
-        screenshot: Image.Image,
-        instruction: str,
-        baseline: Action | None,
-        *,
-        views: ViewSource | None = None,
+    async def answer(
+        self, ledger: Ledger, screenshot: Image.Image, instruction: str, views: ViewSource | None
     ) -> StrategyResult:
-        ledger = Ledger(self.name, model, baseline)
-        if views is not None:
-            ledger.note("views ignored: the static RegionFocus prediction crops the screenshot")
+        model, baseline = ledger.model, ledger.result.baseline
         pred = await RegionFocusAgent(_Primed(model, screenshot, baseline), self.config).predict(
             screenshot, instruction
         )

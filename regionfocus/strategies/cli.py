@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from .strategies import STRATEGIES
+from . import STRATEGIES
 
 EPILOG = """Every strategy takes the baseline prediction and returns a final point with the same
 trace and cost record (each call's image size sent and seen, image tokens as the model family's
