@@ -20,10 +20,15 @@ from .agent import LiveDecision, RegionFocusAgent
 from .environment import Environment, EpisodeStatus, StepResult
 from .model import Query, Turn
 
+# ``Usage.endpoint`` of a reply no model was asked for (an answer's next command, queued by the
+# screen-to-text agent; a proposer's fallback): not a model call, not a model step.
+NO_MODEL = "none"
+
 
 class Ended(Exception):
     """The task is over. ``reason``: "finished" (the agent answered), "call_user" (it handed the
-    task back), "done" (the environment ended the episode), "max-steps", or "error"."""
+    task back), "done" (the environment ended the episode), "max-steps", "max-model-steps",
+    "no-action" (with :attr:`Limits.end_on_no_action`), or "error"."""
 
     def __init__(self, reason: str, *, answer: str | None = None, error: str | None = None):
         super().__init__(reason if error is None else f"{reason}: {error}")
@@ -35,14 +40,22 @@ class Ended(Exception):
 @dataclass(frozen=True)
 class Limits:
     """``max_steps``: actions per task (the RegionFocus paper's main WebVoyager setting is 100).
-    ``keep_screens``: earlier screenshots kept for agents that are shown them (UI-TARS)."""
+    ``keep_screens``: earlier screenshots kept for agents that are shown them (UI-TARS).
+    ``max_model_steps``: steps a model decided (an agent's answer or a RegionFocus round; a
+    command queued from an earlier answer is none), the screen-to-text paper's "at most 10
+    completions": a decision past it is not executed. ``end_on_no_action``: a step that decides
+    nothing ends the task (that paper's "no next action"), instead of asking again."""
 
     max_steps: int = 100
     keep_screens: int = 8
+    max_model_steps: int | None = None
+    end_on_no_action: bool = False
 
-    def check(self, steps_done: int) -> None:
+    def check(self, steps_done: int, model_steps: int = 0) -> None:
         if steps_done >= self.max_steps:
             raise Ended("max-steps")
+        if self.max_model_steps is not None and model_steps > self.max_model_steps:
+            raise Ended("max-model-steps")
 
 
 @dataclass
@@ -84,6 +97,7 @@ class Episode:
     status: EpisodeStatus | None = None
     final_screenshot: Image.Image | None = None  # the screen the last action left
     wall_s: float = 0.0
+    model_steps: int = 0  # steps a model decided (Limits.max_model_steps)
 
 
 class _RecordingViews:
@@ -131,16 +145,16 @@ async def run_episode(
         episode.instruction = await env.start()
         shot = await env.observe()
         while True:
-            limits.check(len(episode.steps))
+            limits.check(len(episode.steps), episode.model_steps)
             step = await _step(
-                agent, env, episode, shot, tuple(turns), views, observation, observation_phases
+                agent, env, episode, shot, tuple(turns), views, limits, observation, observation_phases
             )
             if recorder is not None:
                 recorder.step(step, views.take())
             else:
                 views.take()
             _remember(turns, step, limits.keep_screens)
-            _end_if_over(step)
+            _end_if_over(step, limits)
             shot = step.result.screenshot if step.result is not None else shot
     except Ended as e:
         episode.ending = e
@@ -155,7 +169,12 @@ async def run_episode(
     return episode
 
 
-async def _step(agent, env, episode: Episode, shot, turns, views, observation: str, phases) -> Step:
+def model_calls(calls) -> int:
+    """The calls among ``calls`` (:class:`~regionfocus.trace.CallRecord`) a model answered."""
+    return sum(c.endpoint != NO_MODEL for c in calls)
+
+
+async def _step(agent, env, episode: Episode, shot, turns, views, limits, observation: str, phases) -> Step:
     ts = time.perf_counter()
     url = env.url
     elements = tuple((await env.info()).get("elements") or ())
@@ -169,6 +188,8 @@ async def _step(agent, env, episode: Episode, shot, turns, views, observation: s
         **({"observation_phases": tuple(phases)} if phases else {}),
     )
     decision = await agent.step(shot, query, views=views)
+    episode.model_steps += model_calls(decision.all_calls) > 0
+    limits.check(len(episode.steps), episode.model_steps)
     step = Step(len(episode.steps) + 1, shot, url, decision)
     episode.steps.append(step)
     action = decision.action
@@ -183,9 +204,11 @@ async def _step(agent, env, episode: Episode, shot, turns, views, observation: s
     return step
 
 
-def _end_if_over(step: Step) -> None:
+def _end_if_over(step: Step, limits: Limits) -> None:
     """Every way a step can end the task, in one place."""
     action = step.decision.action
+    if action is None and limits.end_on_no_action:
+        raise Ended("no-action")
     if action is not None and action.type in _ENDINGS:
         # call_user hands the task back: an ending, not an answer.
         answer = action.text if action.type == ActionType.FINISHED else None

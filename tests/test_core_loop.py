@@ -16,7 +16,8 @@ from regionfocus import ModelReply, Point, RegionFocusAgent, RegionFocusConfig
 from regionfocus.actions import Action, ActionType, click
 from regionfocus.environment import Environment, EpisodeStatus, StepResult
 from regionfocus.geometry import Box
-from regionfocus.loop import Limits, run_episode
+from regionfocus.loop import NO_MODEL, Limits, run_episode
+from regionfocus.model import Usage
 from regionfocus.triggers import Effect
 from regionfocus.views import StaticViews
 
@@ -128,6 +129,33 @@ async def test_limits_end_the_task_in_one_place():
     assert ep.ending.reason == "max-steps" and len(ep.steps) == 3 and len(world.acted) == 3
 
 
+async def test_model_steps_count_answers_not_queued_commands():
+    """Limits.max_model_steps (the screen-to-text paper's 10 completions): a reply no model was
+    asked for (an answer's queued command, endpoint NO_MODEL) is no model step, and the decision
+    past the limit is not executed."""
+    world = ButtonWorld({"ok": Box(100, 100, 160, 130)})
+    replies = 0
+
+    def on_act(image, query, zoomed=False):
+        nonlocal replies
+        replies += 1
+        queued = replies % 2 == 0  # every other reply continues the answer before it
+        return ModelReply("click", action=click(5, 5), usage=Usage(endpoint=NO_MODEL if queued else None))
+
+    agent = RegionFocusAgent(ScriptedModel(on_act=on_act), enabled=False)
+    ep = await run_episode(agent, world, Limits(10, max_model_steps=2))
+    assert ep.ending.reason == "max-model-steps" and ep.model_steps == 3
+    assert len(ep.steps) == 4 and len(world.acted) == 4 and replies == 5
+
+
+async def test_no_action_can_end_the_task():
+    world = ButtonWorld({"ok": Box(100, 100, 160, 130)})
+    agent = RegionFocusAgent(ScriptedModel(on_act=acting(None)), enabled=False)
+    ep = await run_episode(agent, world, Limits(5, end_on_no_action=True))
+    assert ep.ending.reason == "no-action" and len(ep.steps) == 1 and world.acted == []
+    assert ep.ending.error is None and ep.model_steps == 1  # a result, not an error
+
+
 async def test_finished_and_call_user_end_without_acting():
     world = ButtonWorld({"ok": Box(100, 100, 160, 130)})
 
@@ -174,6 +202,7 @@ async def test_no_effect_triggers_a_round_whose_choice_is_executed_and_history_c
     rec = Steps()
     ep = await run_episode(RegionFocusAgent(model, RegionFocusConfig()), world, Limits(5), rec)
     assert ep.ending.reason == "done" and len(ep.steps) == 2
+    assert ep.model_steps == 2  # the agent's answer and the round: a model decided each step
     first, second = ep.steps
     assert first.decision.source == "agent" and not first.result.effect.changed
     assert second.decision.source == "regionfocus" and second.decision.trigger == "no-effect"

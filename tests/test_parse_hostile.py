@@ -15,7 +15,7 @@ import pytest
 from regionfocus.actions import ActionType
 from regionfocus.adapters import get_adapter
 from regionfocus.adapters.agents.react_agent import parse_answer
-from regionfocus.adapters.agents.text_focus import _first_number
+from regionfocus.adapters.agents.react_model import read_choice
 from regionfocus.adapters.families.answers import find_coordinates, parse_choice, parse_verdict
 from regionfocus.adapters.families.qwen import parse_qwen
 from regionfocus.adapters.families.uitars import parse_uitars
@@ -142,8 +142,8 @@ def test_choice_numbers_past_what_int_reads_are_no_choice():
 
 @pytest.mark.parametrize("choice", ["NaN", "Infinity", "1e999"])
 def test_text_agent_choice_that_is_not_finite_falls_back_to_the_prose(choice):
-    assert _first_number(f'{{"choice": {choice}}} so star 2 it is', 3) == 2
-    assert _first_number(f'{{"choice": {choice}}}', 3) is None
+    assert read_choice(f'{{"choice": {choice}}} so star 2 it is', [1, 2, 3]) == 2
+    assert read_choice(f'{{"choice": {choice}}}', [1, 2, 3]) is None
 
 
 @pytest.mark.parametrize("x", ["NaN", "Infinity", "1e999"])

@@ -1,6 +1,6 @@
 """The screen-to-text ReAct agent: its answer parser (never eval), its prompt, a step over real
-HTTP, CoAT in its context, and the text-only RegionFocus round on a static screenshot with
-real OCR (the scripted model reads only the text it is sent)."""
+HTTP, CoAT in its context, and the core's RegionFocus round in text (ReactModel) on a static
+screenshot with real OCR (the scripted model reads only the text it is sent)."""
 
 from __future__ import annotations
 
@@ -18,11 +18,14 @@ from regionfocus.adapters.agents.react_agent import (
     load_exemplar,
     parse_answer,
 )
-from regionfocus.adapters.agents.text_focus import text_region_focus
+from regionfocus.adapters.agents.react_model import ReactModel
 from regionfocus.adapters.backends.openai_http import OpenAIBackend
 from regionfocus.adapters.perception.screen_text import ScreenElement, ScreenText
 from regionfocus.adapters.reasoning.coat import CoatConfig, CoatHistory
+from regionfocus.config import RegionFocusConfig
 from regionfocus.geometry import Box, Point
+from regionfocus.model import Query, Turn
+from regionfocus.orchestrator import RegionFocus
 from regionfocus.views import StaticViews
 from tests.chat_server import ChatServer
 
@@ -243,11 +246,11 @@ async def test_failed_call_and_garbage_are_empty_steps_not_exceptions():
 # ---------------------------------------------------------------------------- text RegionFocus
 
 
-async def test_text_region_focus_maps_view_answers_back_and_keeps_history_in_text():
+async def test_regionfocus_round_in_text_maps_view_answers_back_and_keeps_history_in_text():
     """A model that clicks the "Save" label when the observation names it. The first (full)
-    click missed; each zoomed view is described anew, the model answers in view pixels, the
-    candidates come back as a numbered text list, and the chosen point lands on the label in
-    screenshot pixels."""
+    click missed; in the core's round (ReactModel, aggregation and history in text) each zoomed
+    view is described anew, the model answers in view pixels, the candidates come back as a
+    numbered text list, and the chosen point lands on the label in screenshot pixels."""
     requests: list[str] = []
 
     def model(body: dict) -> str:
@@ -269,19 +272,22 @@ async def test_text_region_focus_maps_view_answers_back_and_keeps_history_in_tex
 
     image = _page()
     failed = [Point(200, 200)]
+    turns = (Turn(image, image.size, Action(ActionType.CLICK, failed[0]), "", "no visible effect"),)
+    query = Query('Click "Save"', "agent", turns=turns)
+    cfg = RegionFocusConfig(history="text", aggregation="text")
     with ChatServer(responder=model) as srv:
         backend = OpenAIBackend([srv.base_url], model="m", max_retries=0)
-        agent = ReactAgent(backend)
-        res = await text_region_focus(agent, image, 'Click "Save"', failed, StaticViews(image))
+        rf = RegionFocus(ReactModel(backend, exemplars="none"), cfg)
+        res = await rf.refine(image, query, history=failed, views=StaticViews(image), trigger="no-effect")
         await backend.aclose()
     assert res.action is not None and res.action.type == ActionType.CLICK
     p = res.action.point
     assert 255 <= p.x <= 315 and 215 <= p.y <= 250, p  # on the label, in screenshot pixels
-    views = res.trace["views"]
-    assert len(views) == 4 and all(v["view"]["scale_x"] >= 1.0 for v in views)
+    views = res.views
+    assert len(views) == 4 and all(v["scale_x"] >= 1.0 for v in views)
     # Every view request states the failed point in that view's own pixels (or outside it).
     view_reqs = [r for r in requests if "magnified part" in r]
     assert len(view_reqs) == 4
     assert all("Points already tried without effect" in r for r in view_reqs)
     assert any(re.search(r"1\. \[\d+, \d+\]", r) for r in view_reqs)
-    assert res.trace["chosen_by"] in ("model", "single candidate")
+    assert res.choice_method in ("model", "single")

@@ -23,6 +23,7 @@ from regionfocus.adapters.reasoning.coat import CoatConfig
 from regionfocus.adapters.reasoning.coat_model import CoatModel
 from regionfocus.config import RegionFocusConfig
 from regionfocus.geometry import Box, Point, ViewTransform
+from regionfocus.loop import NO_MODEL
 from regionfocus.model import Option, Query, Turn
 from regionfocus.orchestrator import RegionFocus
 from regionfocus.webvoyager.cli import build_parser
@@ -120,6 +121,21 @@ async def test_queue_continues_only_while_each_command_takes_effect():
     turns += (_turn(shot, r, "changed the page"),)
     await model.act(shot, replace(q, turns=turns))
     assert len(backend.requests) == 4
+
+
+async def test_queued_commands_ask_no_model_and_whole_answers_run_whatever_each_did():
+    backend = Scripted(lambda m: _answer(THREE))
+    model = ReactModel(backend, whole_answers=True)
+    shot = _page()
+    q = Query("Type hello, then save", "agent")
+    r1 = await model.act(shot, q)
+    assert r1.usage.endpoint != NO_MODEL
+    t1 = _turn(shot, r1, "no visible effect")
+    r2 = await model.act(shot, replace(q, turns=(t1,)))
+    assert r2.action.type == ActionType.TYPE and r2.usage.endpoint == NO_MODEL  # no model step
+    t2 = _turn(shot, r2, "error: typing failed")
+    r3 = await model.act(shot, replace(q, turns=(t1, t2)))
+    assert r3.action.point == Point(280, 230) and len(backend.requests) == 1
 
 
 async def test_two_tasks_share_one_model_without_sharing_queues():

@@ -1,7 +1,8 @@
-"""The screen-to-text agent end to end: real Chromium, real MiniWoB++ pages and rewards, real OCR,
-a real HTTP chat server. The scripted model reads only the text it is sent (the last user
-message: the task and the observation) and answers in the ReAct JSON format; it knows no task
-names, no DOM and no screenshot. One browser and one server for the module."""
+"""The screen-to-text suite end to end through the one runner (`regionfocus webvoyager --tasks
+screen-to-text`, and its `screen-text-eval` preset): real Chromium, real MiniWoB++ pages and
+rewards, real OCR, a real HTTP chat server. The scripted model reads only the text it is sent
+(the last user message: the task and the observation) and answers in the ReAct JSON format; it
+knows no task names, no DOM and no screenshot. One server for the module."""
 
 from __future__ import annotations
 
@@ -11,18 +12,15 @@ import re
 import pytest
 import pytest_asyncio
 
-from regionfocus.adapters.backends.openai_http import OpenAIBackend
+from benchmarks.screen_text_recall import measure_recall, recall_table
 from regionfocus.webvoyager.browser import Browser
-from regionfocus.webvoyager.screen_text_eval import (
-    EvalConfig,
-    measure_recall,
-    recall_table,
-    run_episode,
-    success_table,
-)
+from regionfocus.webvoyager.cli import main as webvoyager_main
+from regionfocus.webvoyager.rundir import read_results
+from regionfocus.webvoyager.screen_text_eval import main as eval_main
+from regionfocus.webvoyager.screen_text_suite import success_table
 from tests.chat_server import ChatServer
 
-pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="module")]
+pytestmark = pytest.mark.slow
 
 _ENTRY = re.compile(r"^(?P<label>.+): \[(?P<b>[-\d., ]+)\]$")
 
@@ -95,67 +93,90 @@ def blank_clicker(body: dict) -> str:
     )
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def browser():
-    async with Browser() as b:
-        yield b
-
-
 @pytest.fixture(scope="module")
 def server():
     with ChatServer(responder=reader_model) as srv:
         yield srv
 
 
-async def test_reader_model_solves_click_type_and_multistep_tasks(browser, server):
+def _suite_run(server, out, tasks: str, seed: int, *flags: str) -> list[dict]:
+    """One `regionfocus webvoyager --tasks screen-to-text:...` run; its records by task order."""
+    argv = ["--tasks", f"screen-to-text:{tasks}", "--agent", "screen-text", "--seed", str(seed),
+            "--base-url", server.base_url, "--model", "scripted", "--no-progress", "--out", str(out), *flags]  # fmt: skip
+    assert webvoyager_main(argv) == 0
+    return read_results(out)
+
+
+def _last_user(body: dict) -> str:
+    return body["messages"][-1]["content"]
+
+
+def test_reader_model_solves_click_type_and_multistep_tasks(server, tmp_path):
     server.set_responder(reader_model)
-    backend = OpenAIBackend([server.base_url], model="reader", max_retries=0)
-    cfg = EvalConfig(max_steps=4)
-    records = []
-    for task in ("click-button", "click-link", "enter-text", "click-collapsible"):
-        rec = await run_episode(browser, backend, task, 3, cfg)
-        records.append(rec)
-        assert rec.success, (task, rec.error, rec.steps)
-        assert rec.raw_reward == 1.0
+    start = len(server.stats.bodies)
+    tasks = ("click-button", "click-link", "enter-text", "click-collapsible")
+    out = tmp_path / "reader"
+    records = _suite_run(server, out, ",".join(tasks), 3, "--max-model-steps", "4", "--no-regionfocus")
+    by_task = {r["web_name"]: r for r in records}
+    for task in tasks:
+        rec = by_task[task]
+        assert rec["success"], (task, rec["error"], rec["ended"])
+        assert rec["raw_reward"] == 1.0
     # The multi-step task needed two looks: the second observation is what located Submit.
-    multi = records[-1]
-    assert multi.llm_steps == 2
-    assert "Executed actions" not in multi.steps[0]["observation"]
-    assert multi.steps[0]["executed"][0]["outcome"] == "changed the screen"
+    multi = by_task["click-collapsible"]
+    assert multi["model_steps"] == 2
+    asked = [_last_user(b) for b in server.stats.bodies[start:] if "Expand the section" in _last_user(b)]
+    assert len(asked) == 2 and "Executed actions" not in asked[0] and "Executed actions" in asked[1]
+    traj = json.loads((out / multi["folder"] / "trajectory.json").read_text())
+    assert traj["steps"][0]["effect"]["changed"]
     # The server saw text only: no image part in any request.
-    for body in server.stats.bodies:
+    for body in server.stats.bodies[start:]:
         for m in body["messages"]:
             assert isinstance(m["content"], str)
-    table = success_table(records, label="reader", n_step=frozenset({"click-collapsible"}))
-    assert "1.000" in table and "tasks" in table
-    await backend.aclose()
+    # The suite's tables come from the run folder, the paper's reported numbers beside ours.
+    table = (out / "screen_to_text.md").read_text()
+    assert "1.000" in table and "tasks" in table and "gpt-4 (paper)" in table
+    assert table.strip() == success_table(records, label="scripted")
 
 
-async def test_bad_models_end_in_recorded_failures(browser, server):
-    backend = OpenAIBackend([server.base_url], model="bad", max_retries=0)
+def test_bad_models_end_in_recorded_failures(server, tmp_path):
     server.set_responder(prose_model)
-    rec = await run_episode(browser, backend, "click-button", 5, EvalConfig(max_steps=3))
-    assert not rec.success and rec.llm_steps == 1
-    assert rec.error.startswith("no next action"), rec.error
-    # Clicks that change nothing, with the text RegionFocus round after each: still a failure,
+    (rec,) = _suite_run(
+        server, tmp_path / "prose", "click-button", 5, "--max-model-steps", "3", "--no-regionfocus"
+    )
+    assert not rec["success"] and rec["model_steps"] == 1
+    assert rec["ended"] == "no-action" and rec["status"] == "ok", rec  # a result, not an error
+    # Clicks that change nothing, with RegionFocus (in text) after each: still a failure,
     # recorded with every executed command and its outcome.
     server.set_responder(blank_clicker)
-    rec2 = await run_episode(browser, backend, "enter-text", 5, EvalConfig(max_steps=2, regionfocus=True))
-    assert not rec2.success and rec2.error == "no reward within 2 model steps"
-    executed = [e for s in rec2.steps for e in s["executed"]]
-    assert executed[0] == {"command": "CLICK_COORDS [400, 520]", "outcome": "no visible effect"}
-    assert any(e["command"].startswith("RegionFocus: CLICK_COORDS") for e in executed)
-    trace = rec2.steps[0]["regionfocus"][0]
-    assert len(trace["views"]) == 4 and trace["failed"] == [[400.0, 520.0]]
+    start = len(server.stats.bodies)
+    (rec2,) = _suite_run(server, tmp_path / "blank", "enter-text", 5, "--max-model-steps", "2")
+    assert not rec2["success"] and rec2["ended"] == "max-model-steps"
+    steps = json.loads((tmp_path / "blank" / rec2["folder"] / "trajectory.json").read_text())["steps"]
+    assert steps[0]["action"]["point"] == [400, 520] and steps[0]["effect"]["changed"] is False
+    chosen = [s for s in steps if s["source"] == "regionfocus" and s.get("effect")]
+    assert chosen and chosen[0]["action"]["type"] == "click"
+    trace = steps[1]["decision"]["round"]
+    assert len(trace["views"]) == 4 and trace["focal"] == [400, 520]
+    views = [_last_user(b) for b in server.stats.bodies[start:] if "magnified part" in _last_user(b)]
+    assert views and all("Points already tried without effect" in v for v in views)
     # An empty answer ends the episode too.
     server.set_responder(lambda body: "")
-    rec3 = await run_episode(browser, backend, "click-link", 5, EvalConfig(max_steps=2))
-    assert not rec3.success and rec3.error.startswith("no next action")
+    (rec3,) = _suite_run(
+        server, tmp_path / "empty", "click-link", 5, "--max-model-steps", "2", "--no-regionfocus"
+    )
+    assert not rec3["success"] and rec3["ended"] == "no-action"
     table = success_table([rec, rec2, rec3], label="bad", n_step=frozenset())
     assert "0.000" in table and "  3  " in table
-    await backend.aclose()
 
 
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def browser():
+    async with Browser() as b:
+        yield b
+
+
+@pytest.mark.asyncio(loop_scope="module")
 async def test_element_recall_against_the_dom(browser):
     rows = await measure_recall(["click-button", "enter-text", "click-checkboxes"], [7], browser=browser)
     assert all(r.total > 0 for r in rows)
@@ -164,26 +185,24 @@ async def test_element_recall_against_the_dom(browser):
     assert "ALL" in recall_table(rows)
 
 
-async def test_the_eval_command_keeps_a_resumable_run_folder(server, tmp_path, capsys):
-    """`regionfocus screen-text-eval` writes the shared run log: a rerun of the same command
-    runs nothing again and prints the same table; another setting stops with the diff."""
-    import asyncio
-    import json
-
-    from regionfocus.webvoyager.screen_text_eval import main
-
+def test_the_eval_command_keeps_a_resumable_run_folder(server, tmp_path, capsys):
+    """`regionfocus screen-text-eval` is `regionfocus webvoyager` on the suite: the shared run
+    folder, so a rerun of the same command runs nothing again and prints the same table (its
+    deprecated --regionfocus changes nothing); another setting stops with the diff; `webvoyager
+    report` rebuilds the tables from the folder."""
     server.set_responder(reader_model)
     out = tmp_path / "run"
     argv = ["--tasks", "click-button,click-link", "--seeds", "3", "--base-url", server.base_url, "--model", "reader",
-            "--max-steps", "3", "--out", str(out)]  # fmt: skip
-    assert await asyncio.to_thread(main, argv) == 0
+            "--max-steps", "3", "--no-progress", "--out", str(out)]  # fmt: skip
+    assert eval_main(argv) == 0
     first = capsys.readouterr().out
-    recs = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
-    assert sorted(r["id"] for r in recs) == ["click-button--3", "click-link--3"]
+    recs = read_results(out)
+    assert sorted((r["id"], r["seed"]) for r in recs) == [("click-button--0", 3), ("click-link--0", 3)]
     assert all(r["success"] and r["status"] == "ok" for r in recs)
     asked = server.stats.chat_requests
-    assert await asyncio.to_thread(main, argv) == 0
+    assert eval_main([*argv, "--regionfocus"]) == 0
     assert server.stats.chat_requests == asked and capsys.readouterr().out == first
-    with pytest.raises(SystemExit):
-        await asyncio.to_thread(main, [*argv[:-2], "--max-steps", "5", "--out", str(out)])
-    assert "max_steps: 3 in the folder, 5 now" in capsys.readouterr().err
+    assert eval_main([*argv[:-2], "--max-steps", "5", "--out", str(out)]) == 2
+    assert "max_model_steps: 3 in the folder, 5 now" in capsys.readouterr().err
+    assert webvoyager_main(["report", str(out)]) == 0
+    assert "Table 3 layout" in capsys.readouterr().out

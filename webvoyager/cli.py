@@ -22,6 +22,10 @@ EXAMPLES = """examples:
   regionfocus webvoyager --tasks miniwob:click-button,click-link --episodes-per-task 5 \\
       --agent ocr --out runs/mw --concurrency 2
 
+  # the screen-to-text paper's MiniWoB++ suite with a text-only LLM, seeds 0-19, its tables
+  regionfocus webvoyager --tasks screen-to-text --agent screen-text --episodes-per-task 20 \\
+      --base-url http://127.0.0.1:8000/v1 --model NAME --out runs/st --no-regionfocus
+
   # WebVoyager with UI-TARS-1.5 served by vLLM (viewport 1440x1440 by default for UI-TARS)
   regionfocus webvoyager --tasks data/WebVoyager_data.jsonl --answers data/reference_answer.json \\
       --agent uitars-1.5 --base-url http://127.0.0.1:8000/v1 --model ByteDance-Seed/UI-TARS-1.5-7B \\
@@ -68,9 +72,11 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument(
         "--tasks",
         required=True,
-        metavar="FILE.jsonl|miniwob[:task,...]",
+        metavar="FILE.jsonl|miniwob[:task,...]|screen-to-text[:part]",
         help="official WebVoyager JSONL (web_name, id, ques, web) or MiniWoB++: `miniwob` for the curated "
-        "click/type list, `miniwob:click-button,click-link` for chosen tasks",
+        "click/type list, `miniwob:click-button,click-link` for chosen tasks, `screen-to-text` for the "
+        "screen-to-text paper's suite in its setting (`:1-step`, `:n-step` or `:task,task` for a part; "
+        "the paper's tables in RUN_DIR/screen_to_text.md)",
     )
     g.add_argument("--answers", metavar="FILE", help="WebVoyager reference-answer JSON (kept with each task)")
     g.add_argument("--out", required=True, metavar="RUN_DIR", help="run folder (created, or resumed)")
@@ -79,7 +85,14 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         metavar="N",
         help="actions per task (default 100 for WebVoyager, the paper's main setting; it also reports "
-        "10, 50 and 300; default 10 for MiniWoB++)",
+        "10, 50 and 300; default 10 for MiniWoB++, 100 for screen-to-text)",
+    )
+    g.add_argument(
+        "--max-model-steps",
+        type=int,
+        metavar="N",
+        help="steps a model decides per task: an agent's answer or a RegionFocus round, several commands "
+        "of one answer being one (default 10 for screen-to-text, the paper's; no cap otherwise)",
     )
     g.add_argument(
         "--viewport",
@@ -213,10 +226,13 @@ def model_origins(base_urls: list[str]) -> tuple[str, ...]:
 
 def load_task_list(args: argparse.Namespace):
     from . import miniwob
+    from .screen_text_suite import SUITE_NAME, is_suite, suite_tasks
     from .tasks import load_tasks
 
     if args.tasks == "miniwob" or args.tasks.startswith("miniwob:"):
         return miniwob.miniwob_tasks(args.tasks, args.episodes_per_task, args.seed), "miniwob"
+    if is_suite(args.tasks):
+        return miniwob.miniwob_tasks(suite_tasks(args.tasks), args.episodes_per_task, args.seed), SUITE_NAME
     return load_tasks(args.tasks, args.answers), "web"
 
 
@@ -228,6 +244,7 @@ def run_main(argv: list[str]) -> int:
     from regionfocus import RegionFocusAgent, __version__
 
     from . import miniwob
+    from . import screen_text_suite as st
     from .browser import Browser
     from .report import summary_markdown, write_report
     from .rundir import RunDir
@@ -237,11 +254,17 @@ def run_main(argv: list[str]) -> int:
         if args.concurrency < 1:
             raise ValueError(f"--concurrency must be >= 1, got {args.concurrency}")
         tasks, kind = load_task_list(args)
+        suite = kind == st.SUITE_NAME  # the paper's setting, beside its defaults below
         max_steps = args.max_steps or (10 if kind == "miniwob" else 100)
-        if max_steps < 1:
-            raise ValueError(f"--max-steps must be >= 1, got {max_steps}")
-        viewport = args.viewport or default_viewport(args.agent)
-        task_zoom = args.task_zoom if args.task_zoom is not None else miniwob.DEFAULT_ZOOM
+        model_steps = args.max_model_steps or (st.load_suite().settings["max_steps"] if suite else None)
+        if max_steps < 1 or (model_steps or 1) < 1:
+            raise ValueError(
+                f"--max-steps and --max-model-steps must be >= 1, got {max_steps}, {model_steps}"
+            )
+        viewport = args.viewport or (st.VIEWPORT if suite else default_viewport(args.agent))
+        task_zoom = (
+            (st.TASK_ZOOM if suite else miniwob.DEFAULT_ZOOM) if args.task_zoom is None else args.task_zoom
+        )
         if not 0.25 <= task_zoom <= 8:
             raise ValueError(f"--task-zoom must be in [0.25, 8], got {task_zoom}")
         from regionfocus.adapters.cli_args import coat_from_args, text_only_config
@@ -255,6 +278,8 @@ def run_main(argv: list[str]) -> int:
         from regionfocus.adapters.cli_args import build_model, request_identity
 
         model = build_model(args, concurrency=args.concurrency, coat=coat)
+        if suite and hasattr(model, "whole_answers"):
+            model.whole_answers = True  # the screen-to-text agent runs each answer's whole list
         browser = Browser(
             args.browser,
             sandbox=not args.no_browser_sandbox,
@@ -281,7 +306,7 @@ def run_main(argv: list[str]) -> int:
         "device_scale_factor": 1,
         "max_steps": max_steps,
         "seed": args.seed,
-        "task_zoom": task_zoom if kind == "miniwob" else None,
+        "task_zoom": task_zoom if kind != "web" else None,
         "concurrency": args.concurrency,
         "browser": browser.executable or "playwright-bundled",
         "allow_domains": list(args.allow_domain),
@@ -290,6 +315,8 @@ def run_main(argv: list[str]) -> int:
         "regionfocus_version": __version__,
         "request": request_identity(model),
     }
+    if model_steps is not None:  # pinned only when used: earlier folders resume
+        config["max_model_steps"] = model_steps
     if args.allow_private_network:  # pinned only when used: earlier folders resume
         config["allow_private_network"] = True
     if args.observation != "screenshot":  # pinned only when used: earlier folders resume
@@ -309,6 +336,9 @@ def run_main(argv: list[str]) -> int:
         return 2
     settings = RunSettings(
         max_steps=max_steps,
+        max_model_steps=model_steps,
+        end_on_no_action=suite,
+        hide_instruction=suite,
         viewport=viewport,
         concurrency=args.concurrency,
         task_zoom=task_zoom,
@@ -341,6 +371,9 @@ def run_main(argv: list[str]) -> int:
     from .rundir import read_json
 
     print(summary_markdown(read_json(run_dir.root / "summary.json")))
+    tables = st.suite_report(run_dir.root)
+    if tables:
+        print(tables)
     print(f"results: {run_dir.results_path}\nreport:  {report}")
     return 0
 
@@ -431,8 +464,12 @@ def report_main(argv: list[str]) -> int:
         )
         return 2
     from .rundir import read_results, write_json
+    from .screen_text_suite import suite_report
 
     write_json(Path(args.run_dir) / "results.json", read_results(args.run_dir))  # derived from the log
+    tables = suite_report(args.run_dir)
+    if tables:
+        print(tables)
     print(write_report(args.run_dir))
     return 0
 

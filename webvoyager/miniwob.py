@@ -11,7 +11,9 @@ model), start with ``core.startEpisodeReal()``, read the instruction with
 The task is drawn in the top-left 160x210 CSS px; we scale it with CSS ``zoom`` on the root
 element (rewards come from the page's own click handlers, so they stay valid) and hide the
 reward display and click canvas beside it, whose timer and click marks would otherwise count as
-"the screen changed" after every action.
+"the screen changed" after every action. ``hide_instruction`` also hides the yellow instruction
+header (``#query``; the layout stays): the screen-to-text paper cut it from its screenshots and
+gave the instruction as text only.
 """
 
 from __future__ import annotations
@@ -42,10 +44,11 @@ DEFAULT_TASKS = (
 DEFAULT_EPISODE_MS = 600_000  # ten minutes: a VLM step can take many seconds
 DEFAULT_ZOOM = 1.25  # 200x262 px in a 1440x1440 screen: text ~12 px, ~8 px at a 1 MP budget
 
-_SETUP_SCRIPT = """([seed, maxMs, zoom]) => {
+_SETUP_SCRIPT = """([seed, maxMs, zoom, hideQuery]) => {
   const style = document.createElement('style');
   style.textContent = `html { zoom: ${zoom}; }
-    #reward-display, #click-canvas { display: none !important; }`;
+    #reward-display, #click-canvas { display: none !important; }
+    ${hideQuery ? '#query { visibility: hidden !important; }' : ''}`;
   document.head.appendChild(style);
   Math.seedrandom(String(seed));
   core.EPISODE_MAX_TIME = maxMs;
@@ -90,9 +93,10 @@ def parse_spec(spec: str) -> list[str]:
     return names
 
 
-def miniwob_tasks(spec: str, episodes: int = 1, seed: int = 0) -> list[WebTask]:
-    """One :class:`WebTask` per (task, episode); episode k of every task uses seed ``seed + k``,
-    so a baseline run and a RegionFocus run see the same problems."""
+def miniwob_tasks(spec: str | list[str], episodes: int = 1, seed: int = 0) -> list[WebTask]:
+    """One :class:`WebTask` per (task, episode) of ``spec`` (:func:`parse_spec`, or task names);
+    episode k of every task uses seed ``seed + k``, so a baseline run and a RegionFocus run see
+    the same problems."""
     if episodes < 1:
         raise ValueError(f"--episodes-per-task must be >= 1, got {episodes}")
     root = html_root()
@@ -105,7 +109,7 @@ def miniwob_tasks(spec: str, episodes: int = 1, seed: int = 0) -> list[WebTask]:
             kind="miniwob",
             seed=seed + k,
         )
-        for name in parse_spec(spec)
+        for name in (parse_spec(spec) if isinstance(spec, str) else spec)
         for k in range(episodes)
     ]
 
@@ -115,6 +119,7 @@ async def start_episode(
     task: WebTask,
     zoom: float = DEFAULT_ZOOM,
     max_ms: int = DEFAULT_EPISODE_MS,
+    hide_instruction: bool = False,
 ) -> str:
     """Load, seed and start ``task``'s episode; returns the instruction. Raises RuntimeError
     with the page's problem when the page does not load."""
@@ -124,7 +129,8 @@ async def start_episode(
     page = env.page
     assert page is not None
     await page.wait_for_selector("#sync-task-cover", state="attached", timeout=15_000)
-    utterance = await env.evaluate(_SETUP_SCRIPT, [task.seed or 0, int(max_ms), float(zoom)])
+    setup = [task.seed or 0, int(max_ms), float(zoom), bool(hide_instruction)]
+    utterance = await env.evaluate(_SETUP_SCRIPT, setup)
     return " ".join(str(utterance).split())
 
 

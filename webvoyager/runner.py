@@ -21,7 +21,7 @@ from pathlib import Path
 from PIL import Image
 
 from regionfocus.agent import RegionFocusAgent
-from regionfocus.loop import Limits, Step, run_episode
+from regionfocus.loop import Limits, Step, model_calls, run_episode
 
 from . import miniwob
 from .browser import Browser, BrowserEnv, EnvConfig
@@ -38,9 +38,14 @@ class RunSettings:
     """``max_steps``: actions per task (the RegionFocus paper's main WebVoyager setting is 100;
     the official harness uses 15). ``task_zoom``: CSS zoom of MiniWoB++ pages.
     ``allow_domains``: optional navigation allow-list. ``keep_screens``: earlier screenshots
-    kept in memory for agents that are shown them (UI-TARS)."""
+    kept in memory for agents that are shown them (UI-TARS). ``max_model_steps`` and
+    ``end_on_no_action``: :class:`~regionfocus.loop.Limits`; ``hide_instruction``: MiniWoB++
+    pages without their instruction header (the screen-to-text suite)."""
 
     max_steps: int = 100
+    max_model_steps: int | None = None
+    end_on_no_action: bool = False
+    hide_instruction: bool = False
     viewport: tuple[int, int] = (1440, 1440)
     concurrency: int = 1
     task_zoom: float = miniwob.DEFAULT_ZOOM
@@ -97,7 +102,7 @@ class _TaskRecorder:
             "trigger": d.trigger,
             "text": d.text,
             "decision": d.to_dict(),
-            "model_calls": len(d.all_calls),
+            "model_calls": model_calls(d.all_calls),
             "model_errors": sum(1 for c in d.all_calls if c.error),
             "views": view_files,
         }
@@ -130,9 +135,16 @@ async def run_task(
     page-side trouble: it ends up in the record's ``error``."""
     recorder = _TaskRecorder(task, folder)
     task_env = TaskEnv(
-        env, task, task_zoom=settings.task_zoom, episode_ms=settings.episode_ms, a11y=settings.read_tree
+        env,
+        task,
+        task_zoom=settings.task_zoom,
+        episode_ms=settings.episode_ms,
+        a11y=settings.read_tree,
+        hide_instruction=settings.hide_instruction,
     )
-    limits = Limits(settings.max_steps, settings.keep_screens)
+    limits = Limits(
+        settings.max_steps, settings.keep_screens, settings.max_model_steps, settings.end_on_no_action
+    )
     episode = await run_episode(
         agent,
         task_env,
@@ -166,6 +178,7 @@ async def run_task(
         "answer": ending.answer,
         "ended": ending.reason,
         "steps": len(steps),
+        "model_steps": episode.model_steps,
         "regionfocus_rounds": agent.rounds_total,
         "model_calls": sum(s["model_calls"] for s in steps),
         "model_errors": sum(s["model_errors"] for s in steps),
@@ -251,6 +264,7 @@ def _failed_record(task: WebTask, error: str) -> dict:
         "answer": None,
         "ended": "error",
         "steps": 0,
+        "model_steps": 0,
         "regionfocus_rounds": 0,
         "model_calls": 0,
         "model_errors": 0,

@@ -20,7 +20,8 @@ from .tasks import WebTask
 
 
 class TaskEnv:
-    """One task on ``browser_env``. ``task_zoom``/``episode_ms`` apply to MiniWoB++ episodes."""
+    """One task on ``browser_env``. ``task_zoom``/``episode_ms``/``hide_instruction`` apply to
+    MiniWoB++ episodes."""
 
     def __init__(
         self,
@@ -30,6 +31,7 @@ class TaskEnv:
         task_zoom: float = miniwob.DEFAULT_ZOOM,
         episode_ms: int = miniwob.DEFAULT_EPISODE_MS,
         a11y: bool = False,
+        hide_instruction: bool = False,
     ):
         self.browser = browser_env
         self.task = task
@@ -37,10 +39,13 @@ class TaskEnv:
         self.episode_ms = episode_ms
         self.views = browser_env.zoom
         self.a11y = a11y  # read the page's accessibility tree at every step
+        self.hide_instruction = hide_instruction
 
     async def start(self) -> str:
         if self.task.kind == "miniwob":
-            return await miniwob.start_episode(self.browser, self.task, self.task_zoom, self.episode_ms)
+            return await miniwob.start_episode(
+                self.browser, self.task, self.task_zoom, self.episode_ms, self.hide_instruction
+            )
         error = await self.browser.goto(self.task.web)
         if error:
             raise RuntimeError(error)

@@ -15,12 +15,10 @@ The answer is parsed into :class:`regionfocus.actions.Action` data with a JSON r
 answers that are not quite JSON (the paper's own Table 5 example is not), a field-by-field
 reader; nothing a model wrote is ever evaluated. Points are in pixels of the screenshot.
 
-Also here: RegionFocus for a text-only agent (:func:`text_region_focus`), which neither paper
-has: the zoomed views are turned into text by the same screen-to-text step at their higher
-resolution, the LLM proposes one command per view, and the candidates come back as a numbered
-list in text. Without eyes there is no image-as-map; the history of failed points is kept in
-text instead: every view request lists them in that view's own pixels (or says they lie
-outside it), and the choice request lists them with the element each one landed on.
+RegionFocus for this text-only agent, which neither paper has, is the core's round driving
+:class:`~regionfocus.adapters.agents.react_model.ReactModel` with aggregation and history in
+text: each zoomed view is described anew at its higher resolution, the LLM proposes one command
+per view, the candidates and the tried points come back as numbered lists in text.
 """
 
 from __future__ import annotations
@@ -30,7 +28,6 @@ import json
 import math
 import re
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
@@ -52,7 +49,7 @@ from regionfocus.adapters.reasoning.coat import (
     coat_from_mapping,
     coat_instructions,
 )
-from regionfocus.geometry import Box, Point, clamp_point
+from regionfocus.geometry import Point, clamp_point
 from regionfocus.model import Usage
 
 # ----------------------------------------------------------------------------------- prompt
@@ -420,10 +417,8 @@ class ReactAgent:
         self.layout = layout
 
     # -------------------------------------------------------------- observation
-    async def describe(self, image: Image.Image, ignore: Sequence[Box] = ()) -> ScreenText:
-        return await asyncio.to_thread(
-            describe_screen, image, detector=self.detector, min_conf=self.min_conf, ignore=ignore
-        )
+    async def describe(self, image: Image.Image) -> ScreenText:
+        return await asyncio.to_thread(describe_screen, image, detector=self.detector, min_conf=self.min_conf)
 
     def system_prompt(self) -> str:
         if self.coat is None or not self.coat.enabled:
@@ -467,20 +462,18 @@ class ReactAgent:
         instruction: str,
         history: CoatHistory | None = None,
         *,
-        ignore: Sequence[Box] = (),
         screen: ScreenText | None = None,
     ) -> ReactStep:
         """The commands for this screen, as actions in screenshot pixels, with the raw answer.
 
         ``image``: the current screenshot; ``history``: the executed steps so far (commands as
-        :meth:`history_step` writes them); ``ignore``: screenshot boxes left out of the
-        description; ``screen``: a description already made of this image. A failed model call
-        or an answer with no usable command gives an empty ``actions`` and says why in
-        ``errors``; never raises for what the model wrote.
+        :meth:`history_step` writes them); ``screen``: a description already made of this image.
+        A failed model call or an answer with no usable command gives an empty ``actions`` and
+        says why in ``errors``; never raises for what the model wrote.
         """
         history = history if history is not None else CoatHistory()
         if screen is None:
-            screen = await self.describe(image, ignore)
+            screen = await self.describe(image)
         msgs = self.messages(instruction, screen, history)
         t0 = time.perf_counter()
         raw, usage = await self._complete(msgs)

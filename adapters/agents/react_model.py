@@ -10,8 +10,9 @@ How the protocol maps onto a model without eyes:
 - ``act(screenshot, query)`` in agent mode: one answer may hold several commands; they are
   executed one per loop step, with the environment's effect check after each. When the action
   executed last (``query.turns[-1]``) is a command this model issued, it had an effect
-  (outcome "changed the page") and its answer has commands left, the next one is returned
-  without a model call. Otherwise (first step, a command without effect or with an error, the
+  (outcome "changed the page"; any outcome with ``whole_answers``, the paper's way) and its
+  answer has commands left, the next one is returned without a model call (its usage's
+  endpoint is :data:`regionfocus.loop.NO_MODEL`: no model step). Otherwise (first step, a command without effect or with an error, the
   answer used up, or an action RegionFocus chose) the screen is described and the LLM asked
   again. The queue travels with the action it follows: each issued action (the very object,
   by identity) is remembered with the commands queued after it, so one model instance serves
@@ -51,7 +52,6 @@ from regionfocus.adapters.agents.react_agent import (
     format_command,
     parse_answer,
 )
-from regionfocus.adapters.agents.text_focus import CHOICE_PROMPT, VIEW_PROMPT
 from regionfocus.adapters.backends.base import ChatBackend, Message
 from regionfocus.adapters.families.answers import find_coordinates, parse_choice, parse_verdict
 from regionfocus.adapters.model_text import finite_number, json_objects
@@ -59,17 +59,17 @@ from regionfocus.adapters.perception.screen_text import ScreenText
 from regionfocus.adapters.perception.ui_detect import ElementDetector
 from regionfocus.adapters.reasoning.coat import CoatConfig, CoatHistory, CoatParts, CoatStep
 from regionfocus.geometry import Box, Point, ViewTransform
+from regionfocus.loop import NO_MODEL
 from regionfocus.model import ModelReply, Option, Query, Turn, Usage, Verdict
 
 EFFECT = "changed the page"  # regionfocus.loop.Step.outcome for an action that took effect
 _MINIWOB_PAGE = re.compile(r"/miniwob/([a-z0-9-]+)\.html", re.I)
 
 FOCAL_PROMPT = agent_prompt("text_focal.txt")
-
+VIEW_PROMPT = agent_prompt("text_view.txt")
+CHOICE_PROMPT = agent_prompt("text_choose.txt")
 CHOICE_RETRY = agent_prompt("text_choose_retry.txt")
-
 JUDGE_PROMPT = agent_prompt("text_judge.txt")
-
 REGION_PROMPT = agent_prompt("text_region.txt")
 
 
@@ -123,6 +123,15 @@ def _json_field(text: str, key: str):
     return next((obj[key] for obj in json_objects(text) if key in obj), None)
 
 
+def read_choice(text: str, valid: Sequence[int]) -> int | None:
+    """The option a text agent's choice names: its JSON ``"choice"`` (a whole number, or its
+    digits), else the answer read as any family's choice is (:func:`parse_choice`)."""
+    v = finite_number(_json_field(text, "choice"))
+    if v is not None and v.is_integer() and int(v) in valid:
+        return int(v)
+    return parse_choice(text, valid)
+
+
 class ReactModel:
     """The screen-to-text ReAct agent behind the GroundingModel protocol (see the module notes).
 
@@ -131,6 +140,8 @@ class ReactModel:
     executed actions. ``exemplars``: "auto" shows the shipped one-shot exemplar of a MiniWoB++
     page when the query's URL names one (as the paper's §4.1 does per task), "none" never.
     ``remember``: issued commands kept to continue their answers (oldest forgotten first).
+    ``whole_answers``: run every command of an answer whatever the ones before it did (the
+    paper executes the whole list); default: only while each takes effect.
     """
 
     name = "screen-text"
@@ -147,6 +158,7 @@ class ReactModel:
         min_conf: float = 0.3,
         layout: str = "paper",
         remember: int = 4096,
+        whole_answers: bool = False,
     ):
         if backend is None:
             raise ValueError("screen-text needs a chat backend (--base-url and --model)")
@@ -155,6 +167,7 @@ class ReactModel:
         self.backend = backend
         self.coat = coat
         self.exemplars = exemplars
+        self.whole_answers = whole_answers
         self._opts = dict(
             coat=coat,
             detector=detector,
@@ -260,12 +273,11 @@ class ReactModel:
             return await self._act_view(image, query)
         last = query.turns[-1] if query.turns else None
         prev = self._lookup(last.action) if last is not None else None
-        if query.mode == "agent" and prev is not None and prev.queued and last.outcome == EFFECT:
+        if query.mode == "agent" and prev and prev.queued and (last.outcome == EFFECT or self.whole_answers):
             (action, command), rest = prev.queued[0], prev.queued[1:]
             self._issue(_Issued(action, command, prev.coat, False, rest))
-            return ModelReply(
-                f"(queued from the previous answer) {command}", action=action, point=action.point
-            )
+            text = f"(queued from the previous answer) {command}"
+            return ModelReply(text, action=action, point=action.point, usage=Usage(endpoint=NO_MODEL))
         agent = self.agent_for(query)
         screen = await self.describe(agent, image)
         step = await agent.next_actions(image, query.instruction, self.history(query.turns), screen=screen)
@@ -332,16 +344,7 @@ class ReactModel:
         if retry:
             note += "\n\n" + CHOICE_RETRY.format(last=options[-1].number if options else 1)
         raw, usage, _ = await self._request(image, query, note, 64)
-        valid = [o.number for o in options]
-        v = _json_field(raw, "choice")
-        choice = None
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and int(v) in valid:
-            choice = int(v)
-        elif isinstance(v, str) and v.strip().isdigit() and int(v) in valid:
-            choice = int(v)
-        if choice is None:
-            choice = parse_choice(raw, valid)
-        return ModelReply(raw, choice=choice, usage=usage)
+        return ModelReply(raw, choice=read_choice(raw, [o.number for o in options]), usage=usage)
 
     async def judge(self, image: Image.Image, query: Query, point: Point) -> ModelReply:
         agent = self.agent_for(query)
