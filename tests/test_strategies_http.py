@@ -18,8 +18,8 @@ from regionfocus.actions import click
 from regionfocus.adapters.backends.openai_http import OpenAIBackend
 from regionfocus.adapters.families.qwen import Qwen3Adapter, Qwen25Adapter
 from regionfocus.adapters.families.resize import smart_resize
-from regionfocus.geometry import Box
-from regionfocus.strategies import GuiRC, ReGround, ScreenSeekeR, UIZoomer
+from regionfocus.geometry import Box, Point
+from regionfocus.strategies import GuiRC, MapChoice, ReGround, ScreenSeekeR, UIZoomer, ZoomClick
 from tests.chat_server import ChatServer, Reply, request_images, request_text
 
 pytestmark = pytest.mark.slow
@@ -58,6 +58,8 @@ def qwen_responder(body: dict) -> Reply:
     if "<element>" in request_text(body):
         plan = "The <element>green save button</element> in the <area>top toolbar</area>."
         return Reply.text(plan, prompt_tokens=prompt_tokens)
+    if "Selected point" in request_text(body):  # a choice among numbered stars
+        return Reply.text("Selected point: 2", prompt_tokens=prompt_tokens)
     if '"result"' in request_text(body):
         check = 'It is the marked one. {"result": "is_target", "new_instruction": null}'
         return Reply.text(check, prompt_tokens=prompt_tokens)
@@ -156,3 +158,22 @@ def test_gui_rc_and_screenseeker_over_http(server):
     # our count of each image's tokens matches the server's (which counts the image it received):
     # what is left of the prompt is the words alone, not thousands of unexplained tokens
     assert all(c.text_tokens is not None and 0 < c.text_tokens < 1000 for c in seek.calls)
+
+
+def test_map_choice_sends_the_stars_drawn_on_the_model_size_copy(server):
+    """A strategy's choice goes through the core's one merge-and-choose: the stars are drawn on
+    the adapter's own model-size copy (what RegionFocus's rounds send), and the call is costed
+    as the screenshot that copy stands for."""
+    shot, model = screenshot(), adapter(server)
+    res = asyncio.run(MapChoice(ZoomClick(depth=0)).run(model, shot, INSTR, click(400, 300)))
+    step = next(s for s in res.steps if s.get("stage") == "choose")
+    stars = res.candidates  # ZoomClick's own point first, so the numbering is theirs (the trace rounds)
+    assert all(p.distance(Point.from_list(q)) < 1e-3 for p, q in zip(stars, step["candidates"], strict=True))
+    assert len(stars) > 2 and step["choice"] == 2 and res.point == stars[1]
+    (sent,) = request_images(server.stats.bodies[-1])
+    drawn = asyncio.run(model.annotate(shot, stars, [str(n) for n in range(1, len(stars) + 1)]))
+    assert sent.size == model.input_size(shot.size)
+    assert np.array_equal(np.asarray(sent.convert("RGB")), np.asarray(drawn))
+    call = res.calls[-1]
+    assert call.kind == "choose" and call.image_size == [3840, 2160]
+    assert call.seen_size == list(model.input_size(shot.size))
