@@ -159,6 +159,55 @@ def test_uitars_golden_against_official_parser(case):
         assert not _same(ours, theirs), f"recorded as a difference but both give {ours}"
 
 
+# No leading space: the package lstrips every argument (golden u15-type-leading-space).
+_WORDS = st.text("abcdefgh XYZ0123.,", min_size=1, max_size=24).map(str.lstrip).filter(bool)
+_XY = st.tuples(st.integers(0, 1900), st.integers(0, 1060))
+
+
+def _box(key: str, xy, tag: bool) -> str:
+    return f"{key}='<point>{xy[0]} {xy[1]}</point>'" if tag else f"{key}='({xy[0]},{xy[1]})'"
+
+
+_CALLS = st.one_of(
+    st.builds(
+        lambda name, xy, tag: f"{name}({_box('point' if tag else 'start_box', xy, tag)})",
+        st.sampled_from(["click", "left_double", "right_single", "hover"]),
+        _XY,
+        st.booleans(),
+    ),
+    st.builds(lambda a, b: f"drag({_box('start_box', a, False)}, {_box('end_box', b, False)})", _XY, _XY),
+    st.builds(
+        lambda k: f"hotkey(key='{k}')", st.sampled_from(["ctrl c", "enter", "alt tab", "ctrl shift t"])
+    ),
+    st.builds(lambda t, n: f"type(content='{t}{n}')", _WORDS, st.sampled_from(["", "\\n"])),
+    st.builds(
+        lambda xy, d: f"scroll({_box('start_box', xy, False)}, direction='{d}')",
+        _XY,
+        st.sampled_from(["up", "down", "left", "right"]),
+    ),
+    st.builds(lambda t: f"finished(content='{t}')", _WORDS),
+    st.sampled_from(["wait()", "call_user()", "finished()"]),
+)
+_ANSWERS = st.builds(
+    lambda lead, thought, call: f"{lead}{thought}\nAction: {call}" if lead else f"Action: {call}",
+    st.sampled_from(["", "Thought: ", "Action_Summary: "]),
+    _WORDS,
+    _CALLS,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_ANSWERS, st.sampled_from(["uitars-1.0", "uitars-1.5"]))
+def test_uitars_agrees_with_the_official_parser_on_generated_answers(text, family):
+    """Beyond the golden set: well-formed answers over the whole action space, as the model
+    writes them; wherever the ``ui-tars`` package parses one, we read the same action."""
+    case = {"family": family, "size": [1920, 1080], "text": text}
+    theirs, _ = _oracle(case)
+    if theirs is not None:
+        ours = _norm(get_adapter(family).parse_action(text, 1920, 1080))
+        assert _same(ours, theirs), f"{text!r}: oracle {theirs} vs ours {ours}"
+
+
 def test_official_pyautogui_code_agrees_on_pointer_coordinates():
     """The oracle's ``parsing_response_to_pyautogui_code`` (with scale_factor=1, since the
     structured boxes are already 0-1) puts clicks and drags where we do."""

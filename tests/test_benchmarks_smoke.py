@@ -151,3 +151,15 @@ def test_client_cpu_prints_every_transport(capsys):
     assert all(float(r[2]) > 0 and float(r[3]) > 0 for r in rows)  # CPU and bytes measured
     rows = table_rows(out, "One model-size image per transport")
     assert [r[0] for r in rows] == ["data png", "data jpeg q95", "file:// bmp", "file:// png"]
+
+
+def test_parse_hostile_prints_every_parser_and_the_wrapped_package(capsys):
+    from benchmarks import parse_hostile
+
+    parse_hostile.main(["--kb", "2", "--ui-tars-package"])
+    rows = table_rows(capsys.readouterr().out, "worst CPU seconds")
+    assert [r[0] for r in rows] == [*parse_hostile.PARSERS, "ui-tars package (wrapped)"]
+    assert all(r[1] == "2" and float(r[3]) >= 0 for r in rows)
+    # The wrapper reads a well-formed answer as parse_uitars does, so the timing compares like with like.
+    text = "Thought: Save.\nAction: click(start_box='<|box_start|>(96,40)<|box_end|>')"
+    assert parse_hostile.uitars_package(text) == parse_hostile.parse_uitars(text)

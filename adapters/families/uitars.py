@@ -5,7 +5,9 @@ Answers look like ``Thought: ...\\nAction: click(start_box='(x,y)')`` (conventio
 model cards and the ``ui-tars`` PyPI package). Frames: UI-TARS 1.0 (Qwen2-VL based) writes
 relative coordinates, 0-1000 on each axis; UI-TARS 1.5 (Qwen2.5-VL based) writes absolute
 pixels of the smart_resized image it saw (factor 28, min 100*28^2, max 16384*28^2).
-The parser here is our own: a small scanner over the call syntax, never eval.
+The parser here is our own, a small scanner over the call syntax, never eval: the package's
+``parse_action_to_structure_output`` drops truncated and flooded answers and is quadratic on
+some (BENCHMARKS.md, "Library or ours"); it stays the tests' oracle.
 """
 
 from __future__ import annotations
