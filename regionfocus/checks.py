@@ -17,7 +17,7 @@ def require(owner: Any, rules: str) -> None:
     ("n >= 1, 0 < trim < 1"). A sequence attribute (a (w, h) pair) keeps a rule when each of
     its elements does; a value that cannot be compared breaks it."""
     broken, got = [], {}
-    for rule in (r.strip() for r in rules.split(",")):
+    for rule in (r.strip() for r in rules.split(",") if r.strip()):
         parts = _SPLIT.split(rule)
         named = {t: getattr(owner, t) for t in parts[0::2] if _number(t) is None}
         if not _holds([named[t] if t in named else _number(t) for t in parts[0::2]], parts[1::2]):

@@ -13,6 +13,7 @@ from typing import NamedTuple
 from PIL import Image
 
 from ..actions import Action
+from ..checks import require
 from ..geometry import Box, Point, clamp_point
 from ..model import GroundingModel, ModelReply, Query
 from ..views import StaticViews, View, ViewSource
@@ -40,14 +41,19 @@ class Attempt(NamedTuple):
 class BaseStrategy:
     """``zoom``: how a crop is shown to the model ("native": at its own pixels; see
     :func:`view_target`); ``ignores_views``: why a strategy does not look through live views
-    given to it (noted when they are). Subclasses set ``name`` and the listing fields, and write
-    :meth:`search` (one point) or, to make the result themselves, :meth:`answer`."""
+    given to it (noted when they are). Subclasses set ``name`` and the listing fields, are
+    dataclasses of their options (``requires``: the rules those keep), and write :meth:`search`
+    (one point) or, to make the result themselves, :meth:`answer`."""
 
     name = "strategy"
     zoom = "native"
     ignores_views = ""
     needs_sampling = False
     needs_planner = False
+    requires = ""  # the constructor's checks (:func:`regionfocus.checks.require`)
+
+    def __post_init__(self) -> None:
+        require(self, self.requires)
 
     async def run(
         self,

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 from PIL import Image, ImageDraw
 
-from ..checks import require
 from ..geometry import Point
 from ..model import GroundingModel
 from .base import Attempt, BaseStrategy, first_point, ground_full, strategy_prompt
@@ -52,6 +51,7 @@ class ChainOfGround(BaseStrategy):
     paper = "issue text (Chain-of-Ground: circle then square marks, per-step models); no public code found"
     call_budget = "2 marked full screenshots"
     ignores_views = "chain-of-ground never crops"  # marks drawn on the whole screenshot
+    requires = "circle_frac > 0, square_frac > 0"
 
     models: Sequence[GroundingModel | None] = (None, None)
     circle_frac: float = 0.06
@@ -61,7 +61,7 @@ class ChainOfGround(BaseStrategy):
 
     def __post_init__(self) -> None:
         self.models = tuple(self.models)
-        require(self, "circle_frac > 0, square_frac > 0")
+        super().__post_init__()
         if len(self.models) != 2:
             raise ValueError(
                 f"chain-of-ground: models must name the 2 refining steps' models, got {self.models}"

@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from ..checks import require
 from ..geometry import Point
 from .base import Attempt, BaseStrategy, box_inside, full_box, ground_full, ground_view, strategy_prompt
 from .compose import choose_on_map
@@ -32,6 +31,7 @@ class DiMoGUI(BaseStrategy):
     name = "dimo-gui"
     paper = "Wu et al. 2025, DiMo-GUI (arXiv:2507.00008)"
     call_budget = "2 branches x (1 + up to 5 crops) + 1 choice"
+    requires = "max_steps >= 0, settle >= 1, 0 <= center_frac <= 0.5"
 
     max_steps: int = 5
     settle: int = 2
@@ -40,9 +40,6 @@ class DiMoGUI(BaseStrategy):
     icon_hint: str = ICON_HINT
     merge_radius: float = 8.0
     zoom: str = "native"
-
-    def __post_init__(self) -> None:
-        require(self, "max_steps >= 0, settle >= 1, 0 <= center_frac <= 0.5")
 
     async def _branch(self, ledger, model, source, screenshot, instruction, branch) -> Point | None:
         hint = self.text_hint if branch == "text" else self.icon_hint

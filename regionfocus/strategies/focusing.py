@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..checks import require
 from ..geometry import Box, Point
 from .base import Attempt, BaseStrategy, first_point, refine_in_crops
 
@@ -29,13 +28,11 @@ class IterativeFocusing(BaseStrategy):
     name = "iterative-focusing"
     paper = "issue text (2x2 quadrant focusing); no public code found"
     call_budget = "rounds (3) quadrant crops"
+    requires = "rounds >= 1"
 
     rounds: int = 3
     min_side: float = 32.0
     zoom: str = "native"
-
-    def __post_init__(self) -> None:
-        require(self, "rounds >= 1")
 
     async def search(self, attempt: Attempt) -> Point | None:
         ledger, model, source, screenshot, instruction = attempt

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from ..checks import require
 from ..geometry import Box, Point
 from .base import Attempt, BaseStrategy
 from .sampling import draw_samples, point_box
@@ -58,13 +57,11 @@ class GuiRC(BaseStrategy):
     paper = "GUI-RC: Test-Time RL for GUI Grounding via Region Consistency (ZJU-REAL 2025)"
     call_budget = "1 request with n (64) samples"
     needs_sampling = True
+    requires = "n >= 1, temperature > 0, box_side > 0"
 
     n: int = 64
     temperature: float = 0.7
     box_side: float = 50.0
-
-    def __post_init__(self) -> None:
-        require(self, "n >= 1, temperature > 0, box_side > 0")
 
     async def search(self, attempt: Attempt) -> Point | None:
         ledger, model, source, screenshot, instruction = attempt

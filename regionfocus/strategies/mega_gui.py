@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..checks import require
 from ..geometry import Box, Point
 from .base import Attempt, BaseStrategy, clip_box, first_point, full_box, ground_view
 
@@ -47,6 +46,7 @@ class MegaGuiZoom(BaseStrategy):
     name = "mega-gui"
     paper = "issue text (MEGA-GUI stage 1: bidirectional ROI zoom); no public code found"
     call_budget = "until the ROI is <= 1000 px or 3 points agree (<= 30 crops)"
+    requires = "0 < trim < 1, stop_side > 0, agree_n >= 2, agree_px >= 0, max_steps >= 1"
 
     trim: float = 0.1
     stop_side: float = 1000.0
@@ -55,9 +55,6 @@ class MegaGuiZoom(BaseStrategy):
     edge_frac: float = 0.02
     max_steps: int = 30
     zoom: str = "native"
-
-    def __post_init__(self) -> None:
-        require(self, "0 < trim < 1, stop_side > 0, agree_n >= 2, agree_px >= 0, max_steps >= 1")
 
     def _inside(self, roi: Box, p: Point | None, size: tuple[int, int]) -> bool:
         """Is ``p`` usable inside ``roi``: found, and clear of the border unless the ROI is the

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..checks import require
 from ..geometry import Point
 from .base import Attempt, BaseStrategy, box_inside, first_point, refine_in_crops
 
@@ -23,14 +22,12 @@ class IterativeNarrowing(BaseStrategy):
     name = "iterative-narrowing"
     paper = "Nguyen 2024, Improved GUI Grounding via Iterative Narrowing (arXiv:2411.13591)"
     call_budget = "rounds (3) crops"
+    requires = "rounds >= 1, 0 < ratio <= 1, 0 < portrait_ratio <= 1"
 
     rounds: int = 3
     ratio: tuple[float, float] = (0.5, 0.5)
     portrait_ratio: tuple[float, float] = (1 / 1.2, 0.5)
     zoom: str = "native"
-
-    def __post_init__(self) -> None:
-        require(self, "rounds >= 1, 0 < ratio <= 1, 0 < portrait_ratio <= 1")
 
     async def search(self, attempt: Attempt) -> Point | None:
         ledger, model, source, screenshot, instruction = attempt

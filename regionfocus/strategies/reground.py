@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..checks import require
 from ..geometry import Point
 from .base import Attempt, BaseStrategy, box_inside, first_point, full_box, ground_view
 
@@ -20,12 +19,10 @@ class ReGround(BaseStrategy):
     name = "reground"
     paper = "issue text (one 1024x1024 centre crop, re-ground once); no public code found"
     call_budget = "1 crop"
+    requires = "side > 0"
 
     side: float = 1024.0
     zoom: str = "native"
-
-    def __post_init__(self) -> None:
-        require(self, "side > 0")
 
     async def search(self, attempt: Attempt) -> Point | None:
         ledger, model, source, screenshot, instruction = attempt

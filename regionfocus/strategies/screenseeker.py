@@ -30,7 +30,6 @@ from dataclasses import dataclass
 
 from PIL import Image
 
-from ..checks import require
 from ..geometry import Box, Point
 from ..model import GroundingModel, ModelReply
 from .base import Attempt, BaseStrategy, box_inside, full_box, ground_view, strategy_prompt
@@ -96,6 +95,7 @@ class ScreenSeekeR(BaseStrategy):
     paper = "Li et al. 2025, ScreenSpot-Pro (arXiv:2504.07981), ScreenSeekeR"
     call_budget = "per level: 1 plan + 1 + refs groundings; at the leaf 1 grounding + 1 check"
     needs_planner = True
+    requires = "max_depth >= 0, min_patch > 0, 0 < nms_iou <= 1, sigma > 0"
 
     planner: ChatModel | None = None
     max_depth: int = 3
@@ -107,7 +107,7 @@ class ScreenSeekeR(BaseStrategy):
 
     def __post_init__(self) -> None:
         self.min_patch = tuple(self.min_patch)
-        require(self, "max_depth >= 0, min_patch > 0, 0 < nms_iou <= 1, sigma > 0")
+        super().__post_init__()
 
     async def search(self, attempt: Attempt) -> Point | None:
         ledger, model, source, screenshot, instruction = attempt

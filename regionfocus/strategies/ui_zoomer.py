@@ -23,7 +23,6 @@ import math
 from dataclasses import dataclass
 from itertools import combinations
 
-from ..checks import require
 from ..geometry import Box, Point
 from .base import Attempt, BaseStrategy, box_inside, full_box, ground_view
 from .sampling import draw_samples, point_box
@@ -67,6 +66,7 @@ class UIZoomer(BaseStrategy):
     paper = "Tang, Chen et al. 2026, UI-Zoomer (arXiv:2604.14113)"
     call_budget = "1 request with n (8) samples + 1 crop when uncertain"
     needs_sampling = True
+    requires = "n >= 1, temperature > 0, 0 <= iou_weight <= 1, box_side > 0, k_sigma > 0, min_side > 0"
 
     n: int = 8
     temperature: float = 0.7
@@ -76,11 +76,6 @@ class UIZoomer(BaseStrategy):
     k_sigma: float = 2.0
     min_side: float = 512.0
     zoom: str = "native"
-
-    def __post_init__(self) -> None:
-        require(
-            self, "n >= 1, temperature > 0, 0 <= iou_weight <= 1, box_side > 0, k_sigma > 0, min_side > 0"
-        )
 
     async def search(self, attempt: Attempt) -> Point | None:
         ledger, model, source, screenshot, instruction = attempt

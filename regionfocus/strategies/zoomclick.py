@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from ..checks import require
 from ..geometry import Box, Point
 from .base import Attempt, BaseStrategy, clip_box, first_point, ground_view
 
@@ -30,15 +29,13 @@ class ZoomClick(BaseStrategy):
     name = "zoomclick"
     paper = "issue text (ZoomClick: 2x2 pre-zoom, 0.5x shrinking, 768 px floor); no public code found"
     call_budget = "4 tiles + up to depth (3) crops"
+    requires = "depth >= 0, 0 < shrink < 1, min_side > 0, agree_px >= 0"
 
     depth: int = 3
     shrink: float = 0.5
     min_side: float = 768.0
     agree_px: float = 50.0
     zoom: str = "native"
-
-    def __post_init__(self) -> None:
-        require(self, "depth >= 0, 0 < shrink < 1, min_side > 0, agree_px >= 0")
 
     async def search(self, attempt: Attempt) -> Point | None:
         ledger, model, source, screenshot, instruction = attempt
