@@ -500,7 +500,12 @@ class ReactAgent:
 
     def history_step(self, step: ReactStep, command: str, outcome: str = "") -> CoatStep:
         """The history entry for one executed command of ``step`` (CoAT parts attached to it)."""
-        if step.coat is not None:
-            s = step.coat.step(command)
-            return CoatStep(s.action, s.screen_description, s.action_think, s.action_description, "", outcome)
+        return history_entry(step.coat, command, outcome)
+
+
+def history_entry(parts: CoatParts | None, command: str, outcome: str = "") -> CoatStep:
+    """The history entry for one executed command, with the CoAT parts of its answer if any."""
+    if parts is None:
         return CoatStep(command, outcome=outcome)
+    s = parts.step(command)
+    return CoatStep(s.action, s.screen_description, s.action_think, s.action_description, "", outcome)

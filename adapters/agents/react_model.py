@@ -50,6 +50,7 @@ from regionfocus.adapters.agents.react_agent import (
     ReactAgent,
     exemplar_tasks,
     format_command,
+    history_entry,
     parse_answer,
 )
 from regionfocus.adapters.backends.base import ChatBackend, Message
@@ -228,17 +229,9 @@ class ReactModel:
             if e is None:
                 h.append(CoatStep(format_command(t.action) if t.action else "(no action)", outcome=t.outcome))
                 continue
-            if e.coat is not None:
-                if e.first:  # its answer said what the step before it did
-                    h.set_last_result(e.coat.previous_action_result)
-                s = e.coat.step(e.command)
-                h.append(
-                    CoatStep(
-                        s.action, s.screen_description, s.action_think, s.action_description, "", t.outcome
-                    )
-                )
-            else:
-                h.append(CoatStep(e.command, outcome=t.outcome))
+            if e.coat is not None and e.first:  # its answer said what the step before it did
+                h.set_last_result(e.coat.previous_action_result)
+            h.append(history_entry(e.coat, e.command, t.outcome))
         return h
 
     async def _ask(
