@@ -19,9 +19,9 @@ from collections.abc import Sequence
 
 from ..a11y import PHASES, A11yElement, compress, element_groups
 from ..checks import require
-from ..geometry import DEFAULT_RATIOS, Box, Point, box_around, fixed_ratio_boxes, shift_box_inside
+from ..geometry import DEFAULT_RATIOS, Box, Point, fixed_ratio_boxes
 from ..model import ModelReply, Usage
-from .base import ProposalContext
+from .base import ProposalContext, enforce_min_size
 
 
 def _gap(box: Box, p: Point) -> float:
@@ -94,9 +94,9 @@ class A11yProposer:
         picks += [(f"near group in {n}", b) for n, b in by_gap[1:]]
         out: list[Box] = []
         notes: list[str] = []
-        limit = self.max_frac * size[0] * size[1]
+        limit, m = self.max_frac * size[0] * size[1], self.margin
         for why, b in picks:
-            box = self._fit(b, size)
+            box = enforce_min_size(Box(b.left - m, b.top - m, b.right + m, b.bottom + m), self.min_size, size)
             if box.area > limit or any(box.iou(o) > 0.85 for o in out):
                 continue
             out.append(box)
@@ -105,11 +105,3 @@ class A11yProposer:
                 break
         self.last_note = "; ".join(notes)
         return out
-
-    def _fit(self, b: Box, size: tuple[int, int]) -> Box:
-        m = self.margin
-        grown = Box(b.left - m, b.top - m, b.right + m, b.bottom + m)
-        w, h = max(grown.width, self.min_size), max(grown.height, self.min_size)
-        if (w, h) != (grown.width, grown.height):
-            return box_around(grown.center, w, h, size)
-        return shift_box_inside(grown, size)

@@ -122,7 +122,7 @@ async def ground_view(
         model.act(view.image, Query(instruction, view=view.transform), zoomed=True),
         slot=slot,
     )
-    point = _reply_point(reply)
+    point = reply_point(reply)
     if point is None:
         return None, view
     return clamp_point(view.transform.view_to_screen(point), screenshot.size), view
@@ -165,7 +165,7 @@ async def ground_full(
 ) -> Point | None:
     """The instruction's point on a full-size image (the screenshot, or an annotated copy)."""
     reply = await ledger.call(kind, image, model.act(image, Query(instruction)))
-    point = _reply_point(reply)
+    point = reply_point(reply)
     return clamp_point(point, image.size) if point is not None else None
 
 
@@ -180,7 +180,8 @@ async def first_point(
     return await ground_full(ledger, model, screenshot, instruction, "baseline")
 
 
-def _reply_point(reply: ModelReply | None) -> Point | None:
+def reply_point(reply: ModelReply | None) -> Point | None:
+    """The point of a grounding answer: its action's, else the bare point it named."""
     if reply is None:
         return None
     if reply.action is not None and reply.action.point is not None:

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from PIL import Image
 
 from ..actions import Action, click
 from ..choice import choose
 from ..geometry import Point
-from ..model import GroundingModel, Query, Verdict
+from ..model import Query, Verdict
 from ..stars import mark_for_model
 from ..trace import Candidate
 from ..triggers import Effect, NoAction, NoEffect, Repeat, SelfJudge, Trigger, TriggerState, any_of
@@ -29,7 +30,6 @@ from .protocol import Ledger, Strategy, StrategyResult
 
 async def choose_on_map(
     ledger: Ledger,
-    model: GroundingModel,
     screenshot: Image.Image,
     instruction: str,
     points: Sequence[Point | None],
@@ -38,10 +38,10 @@ async def choose_on_map(
     star_scale: float = 1.0,
     retries: int = 1,
 ) -> tuple[Point | None, str]:
-    """The model's pick among ``points`` drawn as numbered stars. Returns (point, method):
-    "none", "single" (no request), "model", "model-retry" or "rule" (the first point)."""
+    """The pick of ``ledger``'s model among ``points`` drawn as numbered stars. Returns (point,
+    method): "none", "single" (no request), "model", "model-retry" or "rule" (the first point)."""
     picked = await choose(
-        model,
+        ledger.model,
         screenshot,
         Query(instruction),
         [Candidate(click(p.x, p.y), [i]) for i, p in enumerate(points) if p is not None],
@@ -62,16 +62,17 @@ async def choose_on_map(
     return (picked.action.point if picked.action else None), picked.method
 
 
+@dataclass
 class MapChoice(BaseStrategy):
     """``inner``'s candidates (its final point first) end in an image-as-map choice."""
 
-    def __init__(self, inner: Strategy, merge_radius: float = 8.0, star_scale: float = 1.0, retries: int = 1):
-        self.inner, self.merge_radius, self.star_scale, self.retries = (
-            inner,
-            merge_radius,
-            star_scale,
-            retries,
-        )
+    inner: Strategy
+    merge_radius: float = 8.0
+    star_scale: float = 1.0
+    retries: int = 1
+
+    def __post_init__(self) -> None:
+        inner = self.inner
         self.name = f"{inner.name}+map-choice"
         self.paper = f"{inner.paper}; final choice: RegionFocus image-as-map"
         self.call_budget = f"{inner.call_budget} + 1 choice (when candidates differ)"
@@ -85,7 +86,6 @@ class MapChoice(BaseStrategy):
         ledger.result = result  # choice calls and steps land in the inner result
         point, method = await choose_on_map(
             ledger,
-            ledger.model,
             screenshot,
             instruction,
             [result.point, *result.candidates],

@@ -77,7 +77,7 @@ class DiMoGUI(BaseStrategy):
         )
         ledger.result.candidates = [p for p in (text_point, icon_point) if p is not None]
         point, method = await choose_on_map(
-            ledger, model, screenshot, instruction, [text_point, icon_point], merge_radius=self.merge_radius
+            ledger, screenshot, instruction, [text_point, icon_point], merge_radius=self.merge_radius
         )
         ledger.step(stage="pick", method=method, point=point)
         return point

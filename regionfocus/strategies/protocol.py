@@ -199,10 +199,6 @@ class Ledger:
         self.result.calls.append(CostedCall(kind=kind))
         return len(self.result.calls) - 1
 
-    def add(self, record: CallRecord, size: tuple[int, int] | None, *, model: Any = None) -> None:
-        """Record a call made elsewhere (e.g. inside RegionFocus) about an image of ``size``."""
-        self.result.calls.append(costed(record, size, model if model is not None else self.model))
-
     def step(self, **info: Any) -> None:
         self.result.steps.append({k: _plain(v) for k, v in info.items()})
 

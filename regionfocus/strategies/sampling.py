@@ -15,7 +15,7 @@ from PIL import Image
 
 from ..geometry import Box, Point, clamp_point
 from ..model import GroundingModel, ModelReply, Query
-from .base import first_point
+from .base import first_point, reply_point
 from .protocol import Ledger, Samples, SamplingModel
 
 DEGENERATE = "model cannot sample (deterministic): its one answer is the only sample"
@@ -54,11 +54,7 @@ async def draw_samples(
     points, boxes, confs = [], [], []
     for s in got:
         for reply, conf in zip(s.replies, s.confidences, strict=False):
-            p = (
-                reply.action.point
-                if reply.action is not None and reply.action.point is not None
-                else reply.point
-            )
+            p = reply_point(reply)
             if p is None:
                 continue
             points.append(clamp_point(p, screenshot.size))
