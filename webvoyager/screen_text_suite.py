@@ -112,13 +112,19 @@ def success_table(
     avg_n = f"{statistics.mean(won_n):.3f}" if won_n else "-"
     papers = {f"{m} (paper)": v for m, v in reported.items()}
     w = max(len(label), 5, *map(len, papers))
-    table1 = [f"{label:<{w}}  {mean(list(rate)):>12}  {len(rate):>5}  {len(records):>8}"]
-    table1 += [
-        f"{m:<{w}}  {num(v.get('mean_success')):>12}  {num(v.get('tasks')):>5}  {'-':>8}"
-        for m, v in papers.items()
+
+    def row1(name, success, tasks, episodes) -> str:
+        return f"{name:<{w}}  {success:>12}  {tasks:>5}  {episodes:>8}"
+
+    def row3(name, one, n_one, n, n_n, steps) -> str:
+        return f"{name:<{w}}  {one:>6} ({n_one:>3})    {n:>6} ({n_n:>3})    {steps:>6}"
+
+    table1 = [row1(label, mean(list(rate)), len(rate), len(records))]
+    table1 += [row1(m, num(v.get("mean_success")), num(v.get("tasks")), "-") for m, v in papers.items()]
+    table3 = [row3(label, mean(ones), len(ones), mean(ns), len(ns), avg_n)]
+    table3 += [
+        row3(m, num(v.get("one_step")), "-", num(v.get("n_step")), "-", "-") for m, v in papers.items()
     ]
-    table3 = [f"{label:<{w}}  {mean(ones):>6} ({len(ones):>3})    {mean(ns):>6} ({len(ns):>3})    {avg_n:>6}"]
-    table3 += [f"{m:<{w}}  {num(v.get('one_step')):>6} (  -)    {num(v.get('n_step')):>6} (  -)    {'-':>6}" for m, v in papers.items()]  # fmt: skip
     return "\n".join(
         [
             "Table 1 layout: mean success over tasks",
