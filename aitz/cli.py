@@ -45,6 +45,11 @@ def score_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="the official evaluator's rule: an empty typed text matches any gold text",
     )
+    p.add_argument(
+        "--click-gold-at-origin",
+        action="store_true",
+        help="the official evaluator's rule: every click is scored against the point [0, 0]",
+    )
     return p
 
 
@@ -76,7 +81,8 @@ def cmd_score(argv: list[str]) -> int:
     stray = sorted(set(predictions) - known)
     if stray:
         print(f"{len(stray)} prediction(s) name no step of {args.data}, e.g. {stray[0]}", file=sys.stderr)
-    print(score(episodes, predictions, empty_text_matches=args.empty_text_matches).table())
+    rules = {"empty_text_matches": args.empty_text_matches, "click_gold_at_origin": args.click_gold_at_origin}
+    print(score(episodes, predictions, **rules).table())
     return 0
 
 

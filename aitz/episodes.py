@@ -100,7 +100,10 @@ def gold_action(step: dict, size: tuple[int, int], where: str = "step") -> GoldA
         if not (isinstance(touch, list) and isinstance(lift, list) and len(touch) == 2 and len(lift) == 2):
             raise AitzError(f"{where}: a dual point needs result_touch_yx and result_lift_yx as [y, x]")
         if math.dist(touch, lift) <= SWIPE_DISTANCE:
-            return GoldAction("click", Point(lift[1] * w, lift[0] * h))
+            # The touch point: AITW's check_actions_match compares taps by their touch_yx
+            # (CoAT coat/action_utils.py at 9ab1a9f); extract_gt_action's lift point only
+            # writes the action's text.
+            return GoldAction("click", Point(touch[1] * w, touch[0] * h))
         dy, dx = abs(touch[0] - lift[0]), abs(lift[1] - touch[1])
         if dy >= 0.9 * dx:
             direction = "up" if lift[0] < touch[0] else "down"

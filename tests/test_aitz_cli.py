@@ -81,6 +81,10 @@ def test_score_a_predictions_file(sample, tmp_path, capsys):  # noqa: F811
     # E1 all right; E2 wrong at its first step (and its second unanswered): success 1 of 2.
     assert "success 0.500, goal progress 0.500" in out
     assert "format hit rate 0.833" in out  # 5 of 6 steps answered
+    # The released evaluator's click gold point [0, 0]: the click at (62, 118) misses, so E1 fails.
+    argv = ["score", str(sample), str(tmp_path / "p.jsonl"), "--click-gold-at-origin"]
+    assert main(argv) == 0
+    assert "success 0.000, goal progress 0.000" in capsys.readouterr().out
 
 
 def test_score_names_a_bad_line(sample, tmp_path, capsys):  # noqa: F811

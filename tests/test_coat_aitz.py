@@ -158,7 +158,7 @@ def test_reader_decodes_the_released_fields(sample):
 
 def test_click_rules_box_and_distance(sample):
     st = load_aitz(sample)[0].steps[0]  # gold (60, 120) inside UI box (20,100)-(100,140)
-    # Same enlarged box, far apart: matches through the box (1.4x: x in [-36, 156]).
+    # Same enlarged box, far apart: matches through the box (AITW's 1.4x: x in [0, 192]).
     assert match_step(st, Prediction("click", point=Point(150, 105))) == (True, True)
     # Outside every box but within 0.14 of the screen (relative distance).
     assert match_step(st, Prediction("click", point=Point(60, 160)))[1] is True
@@ -169,6 +169,54 @@ def test_click_rules_box_and_distance(sample):
     assert match_step(st, Prediction("click", box=Box(22, 100, 102, 141)))[1] is True
     assert match_step(st, Prediction("click", box=Box(150, 300, 200, 340)))[1] is False
     assert match_step(st, Prediction("type", text="x")) == (False, False)
+
+
+def _tap_step(tmp_path, touch, lift, boxes):
+    """One click step on a 200x400 screen; ``touch``/``lift`` as relative [y, x]."""
+    raw = _step("T", 0, 1, 4, result_touch_yx=json.dumps(touch), result_lift_yx=json.dumps(lift))
+    raw.update(ui_positions=json.dumps(boxes), image_size=[200, 400])
+    (tmp_path / "t.json").write_text(json.dumps([raw]))
+    return load_aitz(tmp_path / "t.json")[0].steps[0]
+
+
+def _hit(step, x, y, **kw) -> bool:
+    return match_step(step, Prediction("click", point=Point(x, y)), **kw)[1]
+
+
+# Where our rules and the official ones used to part (benchmarks/aitz_agreement.py measures the
+# rest). Upstream: IMNearth/CoAT coat/action_utils.py at 9ab1a9f (AITW's check_actions_match
+# compares the taps' touch points; _resize_annotation_bounding_boxes clamps the top-left corner
+# at 0 and keeps the full 2.4x size) and coat/evaluate.py at 9ab1a9f (the [0, 0] gold point).
+def test_click_gold_is_the_touch_point_not_the_lift(tmp_path):
+    st = _tap_step(tmp_path, [0.9, 0.5], [0.9, 0.53], [[300, 150, 30, 60]])  # lift 0.03 away: a tap
+    assert st.gold.point == Point(100, 360)
+    # (94, 306) is 0.138 of the screen from the touch point, 0.148 from the lift point
+    assert _hit(st, 94, 306)
+    assert not _hit(st, 88, 306)  # 0.146 from the touch point
+
+
+def test_box_enlargement_clamped_at_the_top_and_left_keeps_its_size(tmp_path):
+    # y 10-50: grown by 0.7 of 40 up (stops at 0) and to 2.4x = 96 high, so y in [0, 96];
+    # centred it would end at 78.
+    top = _tap_step(tmp_path, [0.075, 0.3], [0.075, 0.3], [[10, 20, 40, 80]])  # gold (60, 30)
+    assert _hit(top, 60, 90)  # 0.15 of the screen away: through the box only
+    assert not _hit(top, 60, 100)
+    # x 10-40: x in [0, 72]; y 200-240: y in [172, 268]
+    left = _tap_step(tmp_path, [0.55, 0.125], [0.55, 0.125], [[200, 10, 40, 30]])  # gold (25, 220)
+    assert _hit(left, 70, 250)
+    assert not _hit(left, 75, 250)
+
+
+def test_click_gold_at_origin_is_the_released_evaluators_rule(sample):
+    st = load_aitz(sample)[0].steps[0]  # gold (60, 120)
+    assert not _hit(st, 5, 5) and _hit(st, 5, 5, click_gold_at_origin=True)
+    assert _hit(st, 60, 120) and not _hit(st, 60, 120, click_gold_at_origin=True)
+    corner = Prediction("click", box=Box(0, 0, 10, 10))
+    assert match_step(st, corner, click_gold_at_origin=True)[1] and not match_step(st, corner)[1]
+    eps = load_aitz(sample)
+    preds = {("E1", 0): Prediction("click", point=Point(3, 3))}
+    assert score(eps, preds).atomic["CLICK"]["exact_acc"] == 0.0
+    assert score(eps, preds, click_gold_at_origin=True).atomic["CLICK"]["exact_acc"] == 1.0
 
 
 def test_type_scroll_press_rules(sample):
