@@ -1,9 +1,11 @@
-"""Views and the model-size copy: within 40 dB PSNR of Pillow's Lanczos on screens, Pillow's
-own bicubic where an axis shrinks, and a clear error for a size no screen has."""
+"""Views within 40 dB PSNR of Pillow's Lanczos (the compiled kernel, or Pillow where it is not
+built); the model-size copy's bicubic is Pillow's where an axis shrinks; a size no screen has is
+a clear error."""
 
 from __future__ import annotations
 
 import random
+import shutil
 
 import numpy as np
 import pytest
@@ -37,6 +39,16 @@ def _psnr(a: Image.Image, b: Image.Image) -> float:
     return float("inf") if mse == 0 else 10 * np.log10(255.0**2 / mse)
 
 
+@pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None, reason="no C compiler")
+def test_kernel_is_built_and_matches_this_pillow():
+    # The install builds it wherever there is a compiler; a silent fallback would only cost CPU,
+    # so this is where a broken build shows.
+    assert resample._lanczos is not None
+    image = _image((61, 37), 20261123)
+    out = resample.lanczos(image, (183, 111))
+    assert _psnr(out, _pillow(image, (183, 111))) >= MIN_PSNR_DB
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     sw=st.integers(1, 90),
@@ -46,10 +58,12 @@ def _psnr(a: Image.Image, b: Image.Image) -> float:
     seed=st.integers(0, 2**16),
     flat=st.booleans(),
 )
-def test_any_geometry_gives_an_rgb_image_of_the_size_asked(sw, sh, dw, dh, seed, flat):
+def test_within_40_db_of_pillow_for_any_geometry(sw, sh, dw, dh, seed, flat):
+    # Random pixels too: the kernel is Pillow's arithmetic, the rest is Pillow.
     image = _image((sw, sh), seed, flat)
-    out = resample.resize(image, (dw, dh))
+    out = resample.lanczos(image, (dw, dh))
     assert out.mode == "RGB" and out.size == (dw, dh)
+    assert _psnr(out, _pillow(image, (dw, dh))) >= MIN_PSNR_DB
 
 
 @settings(max_examples=30, deadline=None)
@@ -61,8 +75,8 @@ def test_any_geometry_gives_an_rgb_image_of_the_size_asked(sw, sh, dw, dh, seed,
     target=st.sampled_from([(1920, 1080), (1316, 728), (1288, 728), (924, 1036), (3836, 2156)]),
 )
 def test_views_of_a_screen_match_pillows_lanczos_within_40_db(left, top, width, height, target):
-    # Whatever box a proposer picks and whichever model size it is fitted to: enlarged, about
-    # the same size, or shrunk.
+    # Whatever box a proposer picks and whichever model size it is fitted to: enlarged up to
+    # max_zoom, about the same size, or shrunk.
     box = Box(left, top, min(1920, left + width), min(1080, top + height))
     view = crop_view(SCREEN, box, target, max_zoom=4.0)
     b = view.transform.box
@@ -79,32 +93,54 @@ def test_views_of_a_screen_match_pillows_lanczos_within_40_db(left, top, width, 
         ((1001, 563), (3836, 2156)),  # a non-integer zoom
     ],
 )
-def test_within_40_db_of_pillows_lanczos_at_view_sizes(src, dst):
-    image = synthetic_screen(7, (3840, 2160)).crop((100, 50, 100 + src[0], 50 + src[1]))
-    assert _psnr(resample.resize(image, dst), _pillow(image, dst)) >= MIN_PSNR_DB
+def test_within_40_db_of_pillow_at_view_sizes(src, dst):
+    image = _image(src, 7, flat=True)
+    assert resample.covered(src, dst)
+    assert _psnr(resample.lanczos(image, dst), _pillow(image, dst)) >= MIN_PSNR_DB
 
 
-def test_a_shrink_goes_to_pillows_antialiasing_bicubic():
-    # OpenCV's bicubic keeps its 4-tap kernel on a shrink and aliases; Pillow's widens.
+def test_height_shrinking_most_goes_to_pillow():
+    # Pillow 13 runs the vertical pass first here; the kernel never does, so Pillow resizes.
     src, dst = (300, 200), (299, 120)
-    image = _image(src, 3, flat=True)
-    out = resample.resize(image, dst)
-    assert out.tobytes() == image.resize(dst, Image.Resampling.BICUBIC).tobytes()
-    assert _psnr(out, _pillow(image, dst)) >= MIN_PSNR_DB
+    assert not resample.covered(src, dst)
+    image = _image(src, 3)
+    assert resample.lanczos(image, dst).tobytes() == _pillow(image, dst).tobytes()
 
 
 def test_other_modes_and_same_size():
     rgba = _image((40, 30), 5).convert("RGBA")
     assert (
-        resample.resize(rgba, (90, 70)).tobytes() == rgba.resize((90, 70), Image.Resampling.BICUBIC).tobytes()
+        resample.lanczos(rgba, (90, 70)).tobytes()
+        == rgba.resize((90, 70), Image.Resampling.LANCZOS).tobytes()
     )
     image = _image((40, 30), 6)
-    same = resample.resize(image, (40, 30))
+    same = resample.lanczos(image, (40, 30))
     assert same is not image and same.tobytes() == image.tobytes()
     with pytest.raises(ValueError, match="target size must be positive, got 0x5"):
-        resample.resize(image, (0, 5))
+        resample.lanczos(image, (0, 5))
 
 
+@pytest.mark.skipif(resample._lanczos is None, reason="kernel not built")
+def test_kernel_rejects_a_buffer_of_the_wrong_size():
+    with pytest.raises(ValueError, match=r"a 4x3 RGB image has 36 bytes, got 35"):
+        resample._lanczos.resample_rgb(bytes(35), 4, 3, 8, 6)
+
+
+@pytest.mark.skipif(resample._lanczos is None, reason="kernel not built")
+@pytest.mark.parametrize(
+    "sizes",
+    [
+        (1, 1, 2**31 - 1, 2**31 - 1),  # width x height x 3 wraps a 64-bit length negative
+        (1, 1, 2**21, 2),  # one side past what the filter counts hold
+        (2**31 - 1, 2**31 - 1, 4, 4),  # the input's claimed length wraps too
+    ],
+)
+def test_kernel_refuses_sizes_whose_byte_count_would_overflow(sizes):
+    with pytest.raises(ValueError, match="is too large"):
+        resample._lanczos.resample_rgb(bytes(3), *sizes)
+
+
+@pytest.mark.parametrize("resize", [resample.lanczos, resample.bicubic])
 @pytest.mark.parametrize(
     "size",
     [
@@ -113,9 +149,20 @@ def test_other_modes_and_same_size():
         (40_000, 40_000),  # each side plausible, the product not
     ],
 )
-def test_refuses_sizes_whose_byte_count_would_overflow(size):
-    image = _image((4, 3), 1)
+def test_a_huge_requested_size_is_a_clear_error_on_every_path(resize, size):
+    # Pillow (no kernel, or another mode) and OpenCV are guarded too, before they allocate.
     with pytest.raises(ValueError, match="is too large"):
-        resample.resize(image, size)
-    with pytest.raises(ValueError, match="is too large"):  # a claimed input size, checked alike
-        resample.check_size(size)
+        resize(_image((4, 3), 1), size)
+    with pytest.raises(ValueError, match="is too large"):
+        resize(_image((4, 3), 1).convert("RGBA"), size)
+
+
+def test_bicubic_shrinks_with_pillows_antialiasing_and_enlarges_with_opencv():
+    # OpenCV's bicubic keeps its 4-tap kernel on a shrink and aliases; Pillow's widens.
+    image = _image((300, 200), 3, flat=True)
+    shrunk = resample.bicubic(image, (299, 120))
+    assert shrunk.tobytes() == image.resize((299, 120), Image.Resampling.BICUBIC).tobytes()
+    grown = resample.bicubic(image, (600, 400))
+    assert grown.size == (600, 400) and _psnr(grown, image.resize((600, 400), Image.Resampling.BICUBIC)) >= 30
+    same = resample.bicubic(image, (300, 200))
+    assert same is not image and same.tobytes() == image.tobytes()

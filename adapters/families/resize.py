@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from PIL import Image
 
-from regionfocus.resample import resize
+from regionfocus.resample import bicubic
 
 
 def smart_resize(
@@ -86,12 +86,12 @@ def resize_for_model(
     min_pixels: int = 4 * 28 * 28,
     max_pixels: int = 16384 * 28 * 28,
 ) -> Resized:
-    """``image`` resized (bicubic, as the Qwen processors do: :func:`regionfocus.resample.resize`)
+    """``image`` resized (bicubic, as the Qwen processors do: :func:`regionfocus.resample.bicubic`)
     to its smart_resize size, RGB, with the exact per-axis scale. An image already at that size
     is returned as is (RGB)."""
     w, h = image.size
     target = ResizeSpec(factor, min_pixels, max_pixels).model_size((w, h))
     out = image if image.mode == "RGB" else image.convert("RGB")
     if target != (w, h):
-        out = resize(out, target)
+        out = bicubic(out, target)
     return Resized(out, target[0] / w, target[1] / h)
