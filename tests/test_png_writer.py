@@ -9,15 +9,12 @@ import zlib
 
 import cv2
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
 from regionfocus.adapters.backends import png
 from regionfocus.adapters.backends.encoding import encode_data_url
-
-pytestmark = pytest.mark.skipif(not png.available(), reason="isal not installed")
 
 
 @settings(max_examples=40, deadline=None)

@@ -15,12 +15,6 @@ from regionfocus.model import Usage
 
 Message = dict[str, Any]
 
-# An image that is a copy of another one with a few rows drawn on (the adapter's stars) may say
-# so: image.info[DERIVED_ROWS_KEY] = (original, top, bottom) promises that it equals
-# ``original`` outside rows [top, bottom). A backend may then reuse work done for the original
-# (the HTTP backend's PNG strips); ignoring it is always correct.
-DERIVED_ROWS_KEY = "regionfocus.derived_rows"
-
 
 @dataclass
 class ChatResponse:

@@ -35,7 +35,6 @@ from urllib.parse import unquote, urlparse
 from PIL import Image
 
 from regionfocus.adapters.backends import png
-from regionfocus.adapters.backends.base import DERIVED_ROWS_KEY
 from regionfocus.adapters.serving import MEDIA_FOLDER_NAME, default_local_media_dir
 
 _FORMATS = {"png": ("PNG", "image/png"), "jpeg": ("JPEG", "image/jpeg"), "webp": ("WEBP", "image/webp")}
@@ -78,8 +77,8 @@ def encode_data_url(image: Image.Image, image_format: str = "png", quality: int 
         img = img.convert("RGB")
     elif name == "webp" and img.mode not in ("RGB", "RGBA"):
         img = img.convert("RGBA" if "A" in img.mode else "RGB")
-    if name == "png" and img.mode in ("RGB", "RGBA", "L"):
-        data = _fast_png(img)
+    if name == "png":
+        data = png.encode(img)  # ISA-L deflate; None for a mode it does not take
         if data is not None:
             return _data_url(mime, data)
     if name == "jpeg" and img.mode == "RGB":
@@ -111,46 +110,16 @@ def _jpeg_without_gil(img: Image.Image, quality: int) -> bytes | None:
     return buf.tobytes() if ok else None
 
 
-def _fast_png(img: Image.Image) -> bytes | None:
-    """Lossless PNG from our own writer (:mod:`.png`, ISA-L deflate), else through OpenCV's
-    libpng with the "sub" filter and zlib's RLE strategy at level 1 (about a third of Pillow's
-    CPU time at compress_level 1, whose adaptive filtering dominates, for ~10 % more bytes on
-    4K screenshots). None when neither can, so the caller falls back to Pillow."""
-    data = png.encode(img)
-    if data is not None:
-        return data
-    try:
-        import cv2
-        import numpy as np
-    except ImportError:  # pragma: no cover - opencv-python-headless is a dependency
-        return None
-    if not hasattr(cv2, "IMWRITE_PNG_FILTER"):
-        return None
-    a = np.asarray(img)
-    if img.mode == "RGB":
-        a = cv2.cvtColor(a, cv2.COLOR_RGB2BGR)
-    elif img.mode == "RGBA":
-        a = cv2.cvtColor(a, cv2.COLOR_RGBA2BGRA)
-    params = [
-        cv2.IMWRITE_PNG_COMPRESSION, 1,
-        cv2.IMWRITE_PNG_FILTER, cv2.IMWRITE_PNG_FILTER_SUB,
-        cv2.IMWRITE_PNG_STRATEGY, cv2.IMWRITE_PNG_STRATEGY_RLE,
-    ]  # fmt: skip
-    ok, buf = cv2.imencode(".png", a, params)
-    return buf.tobytes() if ok else None
-
-
 @dataclass
 class _Entry:
     ref: weakref.ref
     url: str
-    strips: png.Strips | None = None  # PNG only: for copies that differ in a few rows
 
 
 class ImageEncoder:
     """Data-URL encoder with a small LRU cache (``cache_size`` images) shared across requests.
 
-    Thread-safe; ``hits``/``misses``/``patched`` count cache use (the tests and benchmarks read them).
+    Thread-safe; ``hits``/``misses`` count cache use (the tests and benchmarks read them).
     """
 
     def __init__(self, image_format: str = "png", quality: int = 90, cache_size: int = 8) -> None:
@@ -164,7 +133,6 @@ class ImageEncoder:
         self._pending: dict[tuple[int, tuple[int, int], str], threading.Lock] = {}
         self.hits = 0
         self.misses = 0
-        self.patched = 0  # PNGs made from an earlier image's strips (DERIVED_ROWS_KEY)
 
     def data_url(self, image: Image.Image) -> str:
         key = (id(image), image.size, image.mode)
@@ -179,11 +147,11 @@ class ImageEncoder:
             with self._lock:
                 url = self._lookup(key, image)
             if url is None:
-                url, strips = self._encode(image)
+                url = encode_data_url(image, self.image_format, self.quality)
                 with self._lock:
                     self.misses += 1
                     if self.cache_size:
-                        self._cache[key] = _Entry(weakref.ref(image), url, strips)
+                        self._cache[key] = _Entry(weakref.ref(image), url)
                         self._cache.move_to_end(key)
                         while len(self._cache) > self.cache_size:
                             self._cache.popitem(last=False)
@@ -191,33 +159,6 @@ class ImageEncoder:
             if self._pending.get(key) is key_lock and not key_lock.locked():
                 del self._pending[key]
         return url
-
-    def _encode(self, image: Image.Image) -> tuple[DataUrl, png.Strips | None]:
-        """The data URL, and for PNG the strips a starred copy of ``image`` can reuse. A PNG our
-        writer cannot make (no ``isal``, another mode) goes through :func:`encode_data_url`."""
-        strips = None
-        if self.image_format == "png":
-            strips = self._patched(image) or png.strips(image)
-        if strips is None:
-            return encode_data_url(image, self.image_format, self.quality), None
-        return _data_url("image/png", strips.png()), strips
-
-    def _patched(self, image: Image.Image) -> png.Strips | None:
-        """``image``'s strips from the cached ones of the image it was drawn from
-        (:data:`DERIVED_ROWS_KEY`), or None."""
-        derived = image.info.get(DERIVED_ROWS_KEY)
-        if derived is None:
-            return None
-        original, top, bottom = derived
-        with self._lock:
-            entry = self._cache.get((id(original), original.size, original.mode))
-            base = entry.strips if entry is not None and entry.ref() is original else None
-        if base is None or (image.size, image.mode) != (base.size, base.mode):
-            return None
-        strips = base.patched(image, top, bottom)
-        with self._lock:
-            self.patched += 1
-        return strips
 
     def _lookup(self, key: tuple[int, tuple[int, int], str], image: Image.Image) -> str | None:
         entry = self._cache.get(key)
@@ -302,11 +243,8 @@ class LocalFiles:
         # A temporary name first: a write cut short (a full /dev/shm) must leave no half file,
         # least of all under a name a request could carry.
         try:
-            data = _fast_png(img) if self.image_format == "png" else None
-            if data is not None:
-                tmp.write_bytes(data)
-            elif self.image_format == "png":
-                img.save(tmp, format=pil_format, compress_level=1)
+            if self.image_format == "png":
+                tmp.write_bytes(png.encode(img))  # img is L, RGB or RGBA: the writer takes each
             else:
                 img.save(tmp, format=pil_format)
             size = tmp.stat().st_size

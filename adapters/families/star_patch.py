@@ -1,10 +1,8 @@
 """Stars on the model-size copy of a screenshot, computed only where they land: the patch a
-star changes, resampled onto the model grid exactly as the whole image would be, and the rows
-it touches."""
+star changes, resampled onto the model grid exactly as the whole image would be."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 from PIL import Image
@@ -45,16 +43,3 @@ def starred_patch(
     draw_stars(crop, points, labels, scale=scale, origin=(fl, ft), frame=(W, H), in_place=True)
     box = (ml / sx - fl, mt / sy - ft, mr / sx - fl, mb / sy - ft)
     return crop.resize((mr - ml, mb - mt), Image.Resampling.BICUBIC, box=box), (ml, mt)
-
-
-def rows_touched(
-    given: tuple[int, int], points: Sequence[Point], labels: Sequence[str] | None, scale: float, sy: float
-) -> tuple[int, int]:
-    """Rows of the model-size copy that stars drawn for ``points`` (pixels of a ``given``-size
-    screenshot) may change, with a margin for antialiasing and rounding."""
-    if not points:
-        return (0, 0)
-    ext = star_extent(given, points, labels, scale)
-    return max(0, math.floor(min(b.top for b in ext) * sy) - 8), math.ceil(
-        max(b.bottom for b in ext) * sy
-    ) + 8

@@ -22,12 +22,12 @@ from typing import Any, Literal
 from PIL import Image
 
 from regionfocus.actions import Action, ActionType
-from regionfocus.adapters.backends.base import DERIVED_ROWS_KEY, ChatBackend, Message
+from regionfocus.adapters.backends.base import ChatBackend, Message
 from regionfocus.adapters.families.answers import find_coordinates
 from regionfocus.adapters.families.prompting import GIVEN_SIZE_KEY, Prompt, given_size
 from regionfocus.adapters.families.resize import Resized, ResizeSpec, resize_for_model
 from regionfocus.adapters.families.round_requests import RoundRequests
-from regionfocus.adapters.families.star_patch import rows_touched, starred_patch
+from regionfocus.adapters.families.star_patch import starred_patch
 from regionfocus.adapters.model_text import bounded, sound_action
 from regionfocus.geometry import Box, Point
 from regionfocus.model import ModelReply, Option, Query, Turn
@@ -346,21 +346,17 @@ class VlmAdapter(RoundRequests):
         sx, sy = base.width / given[0], base.height / given[1]
         if base.size == given or not points:  # the model sees the screenshot's own size
             out = draw_stars(base, points, labels, scale=scale)
-            rows = rows_touched(given, points, labels, scale, sy)
         elif min(sx, sy) >= 0.95 or image.size != given:
             # About the model's size (a 4K screenshot at 3836x2156): draw straight on the copy.
             # Pillow draws in edge coordinates (pixel i spans [i, i + 1)), as resampling maps
             # them: a plain scale puts the star where resizing a full-resolution star would.
             mapped = [Point(p.x * sx, p.y * sy) for p in points]
             out = draw_stars(base.copy(), mapped, labels, scale=scale, reference=given, in_place=True)
-            rows = rows_touched(given, points, labels, scale, sy)
         else:
             out = base.copy()
             patch, (left, top) = starred_patch(image, base.size, points, labels, scale)
             out.paste(patch, (left, top))
-            rows = (top, top + patch.height)
         out.info[GIVEN_SIZE_KEY] = given
-        out.info[DERIVED_ROWS_KEY] = (base, *rows)
         return out
 
     async def model_image(self, image: Image.Image) -> Image.Image:
