@@ -52,15 +52,13 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
 import re
-import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from PIL import Image
+from .images import ImageFiles
 
 log = logging.getLogger(__name__)
 
@@ -102,14 +100,14 @@ IDS_SHOWN = 30
 class DatasetError(ValueError):
     """The dataset cannot be run as given; ``problems`` lists every bad record."""
 
-    def __init__(self, root: Path, problems: Sequence[str]):
+    def __init__(self, root: Path, problems: Sequence[str], title: str = "ScreenSpot-Pro"):
         self.problems = list(problems)
         if len(self.problems) == 1:  # the common case reads as one line
-            super().__init__(f"ScreenSpot-Pro data at {root}: {self.problems[0]}")
+            super().__init__(f"{title} data at {root}: {self.problems[0]}")
             return
         shown = self.problems[:200]
         more = len(self.problems) - len(shown)
-        lines = [f"ScreenSpot-Pro data at {root}: {len(self.problems)} problem(s)"]
+        lines = [f"{title} data at {root}: {len(self.problems)} problem(s)"]
         lines += [f"  - {p}" for p in shown]
         if more:
             lines.append(f"  ... and {more} more")
@@ -146,7 +144,13 @@ class Sample:
     """One grounding instruction. ``bbox`` = (x1, y1, x2, y2) and ``img_size`` = (W, H) in
     pixels of the screenshot file; ``instruction`` is the text sent to the model (English or
     Chinese per ``language``); ``task_filename`` is the annotation file's stem. ``repairs``
-    names what the loader normalised in this record (empty for a clean record)."""
+    names what the loader normalised in this record (empty for a clean record).
+
+    Other benchmarks (:mod:`regionfocus.screenspot_pro.formats`) fill the same record:
+    ``polygon`` = (x0, y0, x1, y1, ...) in file pixels when the target is a polygon (``bbox`` is
+    then its bounding box), ``refusal`` when the target is absent from the screen (``bbox`` is
+    the whole screen), ``splits`` the keys of the official per-split tables the sample counts in.
+    """
 
     id: str
     task_filename: str
@@ -161,6 +165,9 @@ class Sample:
     group: str
     ui_type: str
     repairs: tuple[str, ...] = field(default=())
+    polygon: tuple[float, ...] = ()
+    refusal: bool = False
+    splits: tuple[str, ...] = ()
 
     def meta(self) -> dict[str, Any]:
         """The fields a run record keeps so reports rebuild without the dataset."""
@@ -181,6 +188,14 @@ class Sample:
         }
         if self.repairs:
             meta["repairs"] = list(self.repairs)
+        # Only what a format uses, so a ScreenSpot-Pro record stays as it was.
+        for key, value in (
+            ("polygon", list(self.polygon)),
+            ("refusal", self.refusal),
+            ("splits", list(self.splits)),
+        ):
+            if value:
+                meta[key] = value
         return meta
 
 
@@ -229,6 +244,14 @@ def load_dataset(
     tolerated problems are normalised, logged (one line per kind) and kept on ``.warnings``.
     An image whose header claims more than ``max_image_pixels`` is such a problem.
     """
+    root, sel = open_root(root, selection, max_image_pixels)
+    files = pick_files(root, annotation_files(root), sel.tasks)
+    images = ImageFiles(root / "images", max_image_pixels)
+    return read_samples(root, files, lambda task, i, rec: _RecordParser(task, rec, sel.language, images), sel)
+
+
+def open_root(root: str | Path, selection: Selection | None, max_image_pixels: int) -> tuple[Path, Selection]:
+    """The checks every format's loader starts with: the arguments, then the folder."""
     if max_image_pixels < 1:
         raise ValueError(f"max_image_pixels must be >= 1, got {max_image_pixels}")
     root = Path(root).expanduser().resolve()  # records keep absolute image paths for reports
@@ -239,23 +262,39 @@ def load_dataset(
         raise ValueError(f"ui_type must be one of {', '.join(UI_TYPES)}, got {sel.ui_type!r}")
     if not root.is_dir():
         raise DatasetError(root, ["not a directory"])
-    files = annotation_files(root)
-    if sel.tasks and sel.tasks != ("all",):
-        by_stem = {p.stem: p for p in files}
-        missing = [t for t in sel.tasks if t not in by_stem]
-        if missing:
-            raise DatasetError(
-                root,
-                [f"unknown task {t!r} (annotation files: {', '.join(sorted(by_stem))})" for t in missing],
-            )
-        files = [by_stem[t] for t in sel.tasks]
-        files.sort(key=lambda p: natural_key(p.stem))
+    return root, sel
 
+
+def pick_files(
+    root: Path, files: Sequence[Path], tasks: Sequence[str], title: str = "ScreenSpot-Pro"
+) -> list[Path]:
+    """The annotation files ``tasks`` names by stem (all of them for none or "all")."""
+    if not tasks or tuple(tasks) == ("all",):
+        return list(files)
+    by_stem = {p.stem: p for p in files}
+    missing = [t for t in tasks if t not in by_stem]
+    if missing:
+        raise DatasetError(
+            root,
+            [f"unknown task {t!r} (annotation files: {', '.join(sorted(by_stem))})" for t in missing],
+            title,
+        )
+    return sorted((by_stem[t] for t in tasks), key=lambda p: natural_key(p.stem))
+
+
+def read_samples(
+    root: Path,
+    files: Sequence[Path],
+    parser: Callable[[str, int, Any], RecordParser],
+    sel: Selection,
+    title: str = "ScreenSpot-Pro",
+) -> Samples:
+    """Read every record of ``files`` (JSON lists) through ``parser(task, index, record)``,
+    stop on the first pass with every unusable record listed, then sort, filter and cut."""
     problems: list[str] = []
     samples: list[Sample] = []
     notes = _Notes()
     seen_ids: dict[str, str] = {}
-    images = _ImageFiles(root / "images", max_image_pixels)
     for path in files:
         try:
             records = json.loads(path.read_text(encoding="utf-8"))
@@ -267,7 +306,7 @@ def load_dataset(
             continue
         for i, rec in enumerate(records):
             where = f"{path.name}[{i}]"
-            parsed = _RecordParser(path.stem, rec, sel.language, images).parse()
+            parsed = parser(path.stem, i, rec).parse()
             if parsed.id is not None:
                 first = seen_ids.get(parsed.id)
                 if first is not None:
@@ -281,11 +320,11 @@ def load_dataset(
                 for kind, detail in parsed.notes:
                     notes.add(kind, parsed.sample.id, detail)
     if problems:
-        raise DatasetError(root, problems)
+        raise DatasetError(root, problems, title)
 
     warnings = notes.warnings()
     for w in warnings:
-        log.warning("ScreenSpot-Pro data at %s, loaded with repairs: %s", root, w)
+        log.warning("%s data at %s, loaded with repairs: %s", title, root, w)
     samples.sort(key=lambda s: sample_order_key(s.task_filename, s.id))
     selected = list(_filter(samples, sel))
     if sel.limit is not None:
@@ -341,19 +380,21 @@ class _Notes:
 
 
 @dataclass
-class _Parsed:
+class Parsed:
     id: str | None = None
     sample: Sample | None = None
     errors: list[str] = field(default_factory=list)
     notes: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
 
 
-class _RecordParser:
-    """One record to a :class:`Sample` (or errors), noting every repair on the way."""
+class RecordParser:
+    """One record to a :class:`Sample` (or errors), noting every repair on the way. Each
+    format's ``parse`` reads its own fields with these helpers."""
 
-    def __init__(self, task: str, rec: Any, language: str, images: _ImageFiles):
-        self.task, self.rec, self.language, self.images = task, rec, language, images
-        self.out = _Parsed()
+    def __init__(self, task: str, rec: Any, images: ImageFiles):
+        self.task, self.rec, self.images = task, rec, images
+        self.out = Parsed()
+        self.filename: str | None = None
 
     def fail(self, problem: str) -> None:
         self.out.errors.append(problem)
@@ -361,53 +402,153 @@ class _RecordParser:
     def note(self, kind: str, *detail: str) -> None:
         self.out.notes.append((kind, detail))
 
-    def parse(self) -> _Parsed:
-        rec = self.rec
-        if not isinstance(rec, dict):
-            self.fail(f"expected an object, got {type(rec).__name__}")
-            return self.out
-        own = INSTRUCTION_FIELD[self.language]
-        required = ("id", "img_filename", "bbox", own, "application", "platform", "ui_type")
-        missing = [f for f in required if f not in rec]
+    def parse(self) -> Parsed:
+        raise NotImplementedError
+
+    def fields(self, required: Sequence[str], known: frozenset[str]) -> bool:
+        """False when the record is not an object; missing fields fail, unknown ones are noted."""
+        if not isinstance(self.rec, dict):
+            self.fail(f"expected an object, got {type(self.rec).__name__}")
+            return False
+        missing = [f for f in required if f not in self.rec]
         if missing:
             self.fail(f"missing field(s): {', '.join(missing)}")
-        unknown = sorted(set(rec) - KNOWN_FIELDS)
+        unknown = sorted(set(self.rec) - known)
         if unknown:
             self.note(EXTRA_FIELDS, *unknown)
+        return True
 
-        self.out.id = self._id()
-        texts = {name: self._text(name) for name in ("img_filename", own, "application", "platform")}
-        other = next(f for f in INSTRUCTION_FIELD.values() if f != own)
-        if not isinstance(rec.get(other), str):
-            self.note(OTHER_LANGUAGE)
-        ui_type = self._ui_type()
-        group = self._group()
-        annotated = self._img_size()
-        bbox = self._bbox()
-        image_path = self._image_path(texts["img_filename"])
-        actual = self._file_size(image_path)
-        if bbox is not None and actual is not None and annotated is not False:
-            bbox = self._fit(bbox, annotated or actual, actual)
-        if self.out.errors or self.out.id is None or bbox is None or actual is None or image_path is None:
-            return self.out
-        self.out.sample = Sample(
-            id=self.out.id,
-            task_filename=self.task,
-            img_filename=texts["img_filename"],  # type: ignore[arg-type]
-            image_path=image_path,
-            bbox=bbox,
-            img_size=actual,
-            instruction=texts[own],  # type: ignore[arg-type]
-            language=self.language,
-            application=texts["application"],  # type: ignore[arg-type]
-            platform=texts["platform"],  # type: ignore[arg-type]
-            group=group,  # type: ignore[arg-type]
-            ui_type=ui_type,  # type: ignore[arg-type]
-            repairs=tuple(kind for kind, _ in self.out.notes),
-        )
+    def sample(self, bbox: tuple[float, ...] | None, **fields: Any) -> Parsed:
+        """The parse's result: a :class:`Sample` of ``fields`` when nothing failed."""
+        if not (self.out.errors or self.out.id is None or bbox is None or None in fields.values()):
+            self.out.sample = Sample(
+                id=self.out.id,
+                task_filename=self.task,
+                bbox=bbox,  # type: ignore[arg-type]
+                repairs=tuple(kind for kind, _ in self.out.notes),
+                **fields,
+            )
         return self.out
 
     # -- fields ---------------------------------------------------------------------------
+
+    def text(self, name: str) -> str | None:
+        if name not in self.rec:
+            return None  # reported with the missing fields
+        value = self.rec[name]
+        if isinstance(value, str) and value.strip():
+            return value
+        self.fail(f"{name} must be a non-empty string, got {value!r}")
+        return None
+
+    def img_size(self, name: str = "img_size") -> tuple[float, float] | None | bool:
+        """The annotated (W, H); None when absent (the file's size is used); False when bad."""
+        value = self.rec.get(name)
+        if value is None:
+            self.note(NO_IMG_SIZE)
+            return None
+        size = _number_list(value, 2)
+        if size is None or not all(v > 0 and float(v).is_integer() for v in size):
+            self.fail(f"{name} must be [width, height] in whole pixels, got {value!r}")
+            return False
+        return size  # type: ignore[return-value]
+
+    def numbers(self, name: str, n: int, form: str) -> tuple[float, ...] | None:
+        if name not in self.rec:
+            return None  # reported with the missing fields
+        got = _number_list(self.rec[name], n)
+        if got is None:
+            self.fail(f"{name} must be {form}, got {self.rec[name]!r}")
+        return got
+
+    def screenshot(self, img_filename: str | None) -> tuple[Path | None, tuple[int, int] | None]:
+        """The screenshot's path inside the images folder and its (W, H), read from the header."""
+        if img_filename is None:
+            return None, None
+        self.filename = img_filename
+        got = self.images.path(img_filename)
+        if isinstance(got, str):
+            self.fail(got)
+            return None, None
+        size = self.images.size(got)
+        if isinstance(size, str):
+            self.fail(size)
+            return got, None
+        return got, size
+
+    def fit(
+        self, coords: tuple[float, ...], annotated: tuple[float, float] | None | bool, actual: tuple[int, int]
+    ) -> tuple[float, ...] | None:
+        """Points (x0, y0, x1, y1, ...) in the file's pixels: scaled if ``annotated`` (W, H) is a
+        uniform scale of the file, clipped if they stick out by at most the tolerance; None
+        (with an error) otherwise, or when ``annotated`` is False (already failed)."""
+        if annotated is False:
+            return None
+        (w, h), (fw, fh) = annotated or actual, actual
+        shown = [int(v) if float(v).is_integer() else v for v in coords]
+        if (w, h) != (fw, fh):
+            sx, sy = fw / w, fh / h
+            slack = SCALE_TOLERANCE_PX * max(1.0, sx, sy)  # one pixel of the smaller frame
+            if max(abs(w * sy - fw), abs(h * sx - fh)) > slack:
+                self.fail(
+                    f"img_size {w:g}x{h:g} does not match the file {self.images.folder.name}/{self.filename} "
+                    f"({fw}x{fh}) and is not a uniform scale of it"
+                )
+                return None
+            self.note(SCALED, f"{w:g}x{h:g} -> {fw}x{fh}")
+            coords = tuple(v * (sy if i % 2 else sx) for i, v in enumerate(coords))
+        xs, ys = coords[0::2], coords[1::2]
+        past = max(-min(xs), -min(ys), max(xs) - fw, max(ys) - fh)
+        if past > BBOX_TOLERANCE_PX:
+            frame = "" if (w, h) == (fw, fh) else f" (scaled to the file: {[round(v, 2) for v in coords]})"
+            self.fail(
+                f"bbox {shown}{frame} lies outside the image {fw}x{fh} by {past:g} px "
+                f"(more than the {BBOX_TOLERANCE_PX:g} px tolerated)"
+            )
+            return None
+        if past > 0:
+            self.note(CLIPPED)
+            coords = tuple(min(max(v, 0.0), fh if i % 2 else fw) for i, v in enumerate(coords))
+        return tuple(float(v) for v in coords)
+
+
+class _RecordParser(RecordParser):
+    """A ScreenSpot-Pro record."""
+
+    def __init__(self, task: str, rec: Any, language: str, images: ImageFiles):
+        super().__init__(task, rec, images)
+        self.language = language
+
+    def parse(self) -> Parsed:
+        own = INSTRUCTION_FIELD[self.language]
+        if not self.fields(
+            ("id", "img_filename", "bbox", own, "application", "platform", "ui_type"), KNOWN_FIELDS
+        ):
+            return self.out
+        self.out.id = self._id()
+        texts = {name: self.text(name) for name in ("img_filename", own, "application", "platform")}
+        other = next(f for f in INSTRUCTION_FIELD.values() if f != own)
+        if not isinstance(self.rec.get(other), str):
+            self.note(OTHER_LANGUAGE)
+        ui_type = self._ui_type()
+        group = self._group()
+        annotated = self.img_size()
+        bbox = self._bbox()
+        image_path, actual = self.screenshot(texts["img_filename"])
+        if bbox is not None and actual is not None:
+            bbox = self.fit(bbox, annotated, actual)
+        return self.sample(
+            bbox,
+            img_filename=texts["img_filename"],
+            image_path=image_path,
+            img_size=actual,
+            instruction=texts[own],
+            language=self.language,
+            application=texts["application"],
+            platform=texts["platform"],
+            group=group,
+            ui_type=ui_type,
+        )
 
     def _id(self) -> str | None:
         if "id" not in self.rec:
@@ -419,15 +560,6 @@ class _RecordParser:
         if isinstance(value, str) and value.strip():
             return value
         self.fail(f"id must be a non-empty string or an integer, got {value!r}")
-        return None
-
-    def _text(self, name: str) -> str | None:
-        if name not in self.rec:
-            return None  # reported with the missing fields
-        value = self.rec[name]
-        if isinstance(value, str) and value.strip():
-            return value
-        self.fail(f"{name} must be a non-empty string, got {value!r}")
         return None
 
     def _ui_type(self) -> str | None:
@@ -452,84 +584,12 @@ class _RecordParser:
             return None
         return value
 
-    def _img_size(self) -> tuple[float, float] | None | bool:
-        """The annotated (W, H); None when absent (the file's size is used); False when bad."""
-        value = self.rec.get("img_size")
-        if value is None:
-            self.note(NO_IMG_SIZE)
-            return None
-        size = _number_list(value, 2)
-        if size is None or not all(v > 0 and float(v).is_integer() for v in size):
-            self.fail(f"img_size must be [width, height] in whole pixels, got {value!r}")
-            return False
-        return size  # type: ignore[return-value]
-
     def _bbox(self) -> tuple[float, float, float, float] | None:
-        if "bbox" not in self.rec:
-            return None  # reported with the missing fields
-        value = self.rec["bbox"]
-        bbox = _number_list(value, 4)
-        if bbox is None:
-            self.fail(f"bbox must be [x1, y1, x2, y2], got {value!r}")
-            return None
-        if bbox[2] < bbox[0] or bbox[3] < bbox[1]:
-            self.fail(f"bbox {list(value)} is inverted (x2 < x1 or y2 < y1)")
+        bbox = self.numbers("bbox", 4, "[x1, y1, x2, y2]")
+        if bbox is not None and (bbox[2] < bbox[0] or bbox[3] < bbox[1]):
+            self.fail(f"bbox {list(self.rec['bbox'])} is inverted (x2 < x1 or y2 < y1)")
             return None
         return bbox  # type: ignore[return-value]
-
-    def _image_path(self, img_filename: str | None) -> Path | None:
-        if img_filename is None:
-            return None
-        got = self.images.path(img_filename)
-        if isinstance(got, str):
-            self.fail(got)
-            return None
-        return got
-
-    def _file_size(self, path: Path | None) -> tuple[int, int] | None:
-        if path is None:
-            return None
-        got = self.images.size(path)
-        if isinstance(got, str):
-            self.fail(got)
-            return None
-        return got
-
-    def _fit(
-        self, bbox: tuple[float, ...], annotated: tuple[float, float], actual: tuple[int, int]
-    ) -> tuple[float, float, float, float] | None:
-        """The bbox in the file's pixels: scaled if img_size is a uniform scale of the file,
-        clipped if it sticks out by at most the tolerance; None (with an error) otherwise."""
-        (w, h), (fw, fh) = annotated, actual
-        shown = [int(v) if float(v).is_integer() else v for v in self.rec["bbox"]]
-        if (w, h) != (fw, fh):
-            sx, sy = fw / w, fh / h
-            slack = SCALE_TOLERANCE_PX * max(1.0, sx, sy)  # one pixel of the smaller frame
-            if max(abs(w * sy - fw), abs(h * sx - fh)) > slack:
-                self.fail(
-                    f"img_size {w:g}x{h:g} does not match the file images/{self.rec['img_filename']} "
-                    f"({fw}x{fh}) and is not a uniform scale of it"
-                )
-                return None
-            self.note(SCALED, f"{w:g}x{h:g} -> {fw}x{fh}")
-            bbox = (bbox[0] * sx, bbox[1] * sy, bbox[2] * sx, bbox[3] * sy)
-        past = max(-bbox[0], -bbox[1], bbox[2] - fw, bbox[3] - fh)
-        if past > BBOX_TOLERANCE_PX:
-            frame = "" if (w, h) == (fw, fh) else f" (scaled to the file: {[round(v, 2) for v in bbox]})"
-            self.fail(
-                f"bbox {shown}{frame} lies outside the image {fw}x{fh} by {past:g} px "
-                f"(more than the {BBOX_TOLERANCE_PX:g} px tolerated)"
-            )
-            return None
-        if past > 0:
-            self.note(CLIPPED)
-            bbox = (
-                min(max(bbox[0], 0.0), fw),
-                min(max(bbox[1], 0.0), fh),
-                min(max(bbox[2], 0.0), fw),
-                min(max(bbox[3], 0.0), fh),
-            )
-        return (float(bbox[0]), float(bbox[1]), float(bbox[2]), float(bbox[3]))
 
 
 def _number_list(value: Any, n: int) -> tuple[float, ...] | None:
@@ -538,48 +598,3 @@ def _number_list(value: Any, n: int) -> tuple[float, ...] | None:
     if not all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in value):
         return None
     return tuple(float(v) for v in value)
-
-
-class _ImageFiles:
-    """The screenshots under ``DIR/images``: where a record's file is, and its size from the
-    header (no pixel decoded), each file read once however many records name it."""
-
-    def __init__(self, folder: Path, max_pixels: int):
-        self.folder, self.max_pixels = folder, max_pixels
-        self._sizes: dict[Path, tuple[int, int] | str] = {}
-
-    def path(self, img_filename: str) -> Path | str:
-        """The file inside ``images/``, or the problem. The check is on the name as written
-        (absolute, or ``..`` past the folder): a link the data set's author placed inside
-        ``images/`` is followed, as Hugging Face snapshots link every file into a blob store."""
-        norm = os.path.normpath(img_filename.replace("\\", "/"))
-        if os.path.isabs(norm) or Path(img_filename).drive or norm == ".." or norm.startswith("../"):
-            return (
-                f"img_filename {img_filename!r} is outside images/ (names must be relative to {self.folder})"
-            )
-        return self.folder / img_filename
-
-    def size(self, path: Path) -> tuple[int, int] | str:
-        if path not in self._sizes:
-            self._sizes[path] = self._read_size(path)
-        return self._sizes[path]
-
-    def _read_size(self, path: Path) -> tuple[int, int] | str:
-        if not path.is_file():
-            return f"missing image file {path}"
-        try:
-            with warnings.catch_warnings():
-                # Our limit below decides; Pillow's warning between its limits would only repeat it.
-                warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-                with Image.open(path) as im:
-                    w, h = im.size
-        except Image.DecompressionBombError as e:
-            return f"image file {path} is above the pixel limit ({e}); raise --max-image-pixels if it is real"
-        except (OSError, SyntaxError, ValueError) as e:
-            return f"unreadable image file {path} ({e})"
-        if w * h > self.max_pixels:
-            return (
-                f"image file {path} is {w}x{h} = {w * h / 1e6:.1f} MP, above the limit of "
-                f"{self.max_pixels / 1e6:g} MP (raise it with --max-image-pixels if the image is real)"
-            )
-        return (w, h)

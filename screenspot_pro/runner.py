@@ -31,7 +31,7 @@ from regionfocus.model import GroundingModel
 from regionfocus.strategies.regionfocus import prediction_costs
 
 from .dataset import Sample
-from .metrics import CORRECT, WRONG, correctness
+from .metrics import CORRECT, WRONG, judge
 from .strategies import BASELINE, REGIONFOCUS, peer_rows, run_peers, totals
 
 
@@ -82,7 +82,8 @@ def make_record(
         ("final", pred.final if pred else None),
     ):
         point = action_point(action)
-        verdict = WRONG if status == "error" else correctness(point, sample.bbox, sample.img_size)
+        declined = point is None and pred is not None and pred.baseline_non_point is not None
+        verdict = WRONG if status == "error" else judge(sample, point, declined)
         raw = baseline_text if row == "baseline" or pred is None else _final_raw_response(pred, baseline_text)
         rows[row] = {
             "point": point,

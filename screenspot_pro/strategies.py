@@ -25,7 +25,7 @@ from regionfocus.model import GroundingModel
 from regionfocus.strategies import STRATEGIES, get_strategy
 from regionfocus.strategies.protocol import CostedCall, StrategyResult
 
-from .metrics import CORRECT, correctness
+from .metrics import CORRECT, judge
 
 BASELINE = "baseline"
 REGIONFOCUS = "regionfocus"
@@ -102,7 +102,7 @@ def peer_rows(
         out[name] = {
             "point": point,
             "action": res.action.to_dict() if res.action else None,
-            "correctness": correctness(point, sample.bbox, sample.img_size),
+            "correctness": judge(sample, point, declined=res.action is not None and point is None),
             "raw_response": last_text,
             "error": None,
             "cost": totals([*baseline_calls, *res.calls]),
