@@ -15,6 +15,7 @@ import asyncio
 import hashlib
 import threading
 from collections import OrderedDict
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,7 @@ def add_margin(box: Box, margin: float, size: tuple[int, int]) -> Box:
     )
 
 
+@dataclass(eq=False)
 class SamProposer:
     """Boxes from segment-anything masks prompted with the focal point (a foreground click).
 
@@ -74,47 +76,35 @@ class SamProposer:
 
     name = "sam"
 
-    def __init__(
-        self,
-        checkpoint: str | Path | None = None,
-        model_type: str = "vit_b",
-        margin: float = 0.15,
-        min_size: float = 64,
-        fallback: BoxProposer | None = None,
-        *,
-        sam: Any = None,
-        device: str = "cpu",
-        n_masks: int = 1,
-        dedup_iou: float = 0.8,
-        min_mask_pixels: int = 16,
-        max_cover: float = 0.9,
-        cache_size: int = 4,
-    ):
-        if sam is None:
-            if checkpoint is None:
+    checkpoint: str | Path | None = None
+    model_type: str = "vit_b"
+    margin: float = 0.15
+    min_size: float = 64
+    fallback: BoxProposer | None = None
+    _: KW_ONLY
+    sam: Any = None
+    device: str = "cpu"
+    n_masks: int = 1
+    dedup_iou: float = 0.8
+    min_mask_pixels: int = 16
+    max_cover: float = 0.9
+    cache_size: int = 4
+
+    def __post_init__(self) -> None:
+        if self.sam is None:
+            if self.checkpoint is None:
                 raise ValueError(
                     "SAM proposer needs a checkpoint path (config sam_checkpoint) or a built sam="
                 )
-            if model_type not in SAM_MODEL_TYPES:
+            if self.model_type not in SAM_MODEL_TYPES:
                 raise ValueError(
-                    f"unknown SAM model type {model_type!r}: expected one of {', '.join(SAM_MODEL_TYPES)}"
+                    f"unknown SAM model type {self.model_type!r}: expected one of {', '.join(SAM_MODEL_TYPES)}"
                 )
-            checkpoint = Path(checkpoint).expanduser()
-            if not checkpoint.is_file():
-                raise FileNotFoundError(f"SAM checkpoint not found: {checkpoint}")
-        self.checkpoint = checkpoint
-        self.model_type = model_type
-        self.margin = margin
-        self.min_size = min_size
-        self.fallback = fallback or FixedRatioProposer()
-        self.device = device
-        self.n_masks = n_masks
-        self.dedup_iou = dedup_iou
-        self.min_mask_pixels = min_mask_pixels
-        self.max_cover = max_cover
-        self.cache_size = cache_size
+            self.checkpoint = Path(self.checkpoint).expanduser()
+            if not self.checkpoint.is_file():
+                raise FileNotFoundError(f"SAM checkpoint not found: {self.checkpoint}")
+        self.fallback = self.fallback or FixedRatioProposer()
         require(self, "margin >= 0, n_masks >= 1, cache_size >= 1")
-        self._sam = sam
         self._predictor: Any = None
         self._current: str | None = None  # key of the image whose embedding the predictor holds
         self._cache: OrderedDict[str, dict[str, Any]] = OrderedDict()
@@ -124,7 +114,7 @@ class SamProposer:
     def predictor(self) -> Any:
         """The ``segment_anything.SamPredictor`` (built, and the checkpoint loaded, on first use)."""
         if self._predictor is None:
-            sam = self._sam if self._sam is not None else _load_sam(self.checkpoint, self.model_type)
+            sam = self.sam if self.sam is not None else _load_sam(self.checkpoint, self.model_type)
             self._predictor = _predictor(sam, self.device)
         return self._predictor
 
