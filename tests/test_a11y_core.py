@@ -152,6 +152,55 @@ def test_temporal_new_popup_is_modal_scroll_alone_is_not():
     assert r3.same_screen is True and r3.modal == []
 
 
+def _page_and_backdrop(paint: int):
+    """Twenty links (paint order 1) and a viewport-wide layer of ``paint`` holding a panel."""
+    base = [el("link", f"Item {i}", 10, 40 * i, id=f"i{i}", paint_order=1) for i in range(20)]
+    layer = el("generic", "", 0, 0, *VIEW, id="scrim", interactive=False, fixed=True, paint_order=paint)
+    panel = [
+        el("heading", "Before you go", 400, 300, id="ph", parent="scrim", paint_order=paint),
+        el("button", "Continue", 400, 340, id="pc", parent="scrim", paint_order=paint),
+    ]
+    return base, [layer, *panel]
+
+
+def test_a_layer_covers_the_page_only_when_painted_over_it():
+    from regionfocus.a11y import covering_layer
+
+    base, (layer, *panel) = _page_and_backdrop(2)
+    assert covering_layer([layer], [*base, layer, *panel], VIEW) is layer
+    # the same layer in the page's own flow (painted with it) or behind it covers nothing
+    for paint in (1, 0):
+        base, (flat, *panel) = _page_and_backdrop(paint)
+        assert covering_layer([flat], [*base, flat, *panel], VIEW) is None
+    # a banner a third of the screen high is no cover
+    strip = el("generic", "", 0, 500, 1000, 300, id="strip", interactive=False, paint_order=2)
+    assert covering_layer([strip], [*base, strip], VIEW) is None
+
+
+def test_a_new_covering_layer_is_modal_whatever_it_says_and_marks_carry_the_difference():
+    from regionfocus.a11y import APPEARED, mark_appeared
+
+    base, popup = _page_and_backdrop(2)
+    # App. A.5 alone scores the panel below T_modal: -0.5 (heading) + 0 ("Continue"), < 3 elements
+    assert modal_score(popup) < 1.0
+    r = detect_modal([*base, *popup], VIEW, previous=base)
+    assert r.methods == ["temporal"] and {e.node_id for e in r.modal} == {"scrim", "ph", "pc"}
+    assert any("covers the page" in n for n in r.notes)
+    # the same difference as marks on one snapshot (how the browser tree hands it over)
+    marked = mark_appeared([*base, *popup], base, VIEW)
+    assert {e.node_id for e in marked if e.attributes.get(APPEARED)} == {"scrim", "ph", "pc"}
+    r2 = detect_modal(marked, VIEW)
+    assert r2.methods == ["temporal"] and {e.node_id for e in r2.modal} == {"scrim", "ph", "pc"}
+    assert detect_modal([*base, *popup], VIEW).modal == []  # no marks, no keywords: nothing
+    # content that was in the previous tree (scrolled into view) is not marked, even when
+    # App. A's shift cannot explain its move
+    before = [el("link", "Item", 10, 60 * i, id=f"i{i}", paint_order=1) for i in range(30)]
+    scrolled = [el("link", "Item", 10, 60 * i - 330, id=f"i{i}", paint_order=1) for i in range(30)]
+    assert not any(e.attributes.get(APPEARED) for e in mark_appeared(scrolled, before, VIEW))
+    renamed = [el("link", "Item", 10, 60 * i - 330, id=f"n{i}", paint_order=1) for i in range(30)]
+    assert any(e.attributes.get(APPEARED) for e in mark_appeared(renamed, before, VIEW))
+
+
 # ------------------------------------------------------------------ phase 2
 def test_reduce_drops_invisible_offscreen_and_empty_nodes():
     els = [

@@ -22,10 +22,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from weakref import WeakKeyDictionary
 
 from playwright.async_api import Page
 
-from regionfocus.a11y import A11yElement
+from regionfocus.a11y import A11yElement, mark_appeared
 from regionfocus.geometry import Box
 
 # Roles that are controls whatever their styling.
@@ -46,6 +47,9 @@ _STATES = ("modal", "checked", "selected", "expanded", "pressed", "disabled", "l
 _STYLES = ["display", "visibility", "opacity", "cursor", "position"]
 _SKIP_ROLES = frozenset({"InlineTextBox", "none", "LineBreak"})
 MAX_BLOCK_TEXT = 4000  # characters of a block's joined text kept (its runs stay complete)
+# Each page's last snapshot (address without fragment, elements): a browsing step hands the
+# agent one snapshot (Query.elements), so the temporal difference is taken here.
+_LAST: WeakKeyDictionary[Page, tuple[str, list[A11yElement]]] = WeakKeyDictionary()
 
 
 @dataclass
@@ -73,7 +77,9 @@ async def snapshot(page: Page, *, mark_attribute: str | None = None) -> A11ySnap
     ``mark_attribute``: an HTML attribute (e.g. ``"data-a11y-modal"``) whose holders and their
     descendants get ``marked=True``: ground truth for measurements, never read by the phases.
     Nodes the accessibility tree ignores are left out; hidden-but-present ones (opacity 0, zero
-    size) are kept with ``visible=False`` for phase 2 to drop.
+    size) are kept with ``visible=False`` for phase 2 to drop. Elements new since the page's
+    last snapshot at the same address carry the ``appeared`` attribute
+    (:func:`regionfocus.a11y.mark_appeared`: phase 1's temporal signal).
     """
     cdp = await page.context.new_cdp_session(page)
     try:
@@ -166,6 +172,10 @@ async def snapshot(page: Page, *, mark_attribute: str | None = None) -> A11ySnap
             )
         )
     viewport = (round(float(vw) * dpr), round(float(vh) * dpr))
+    address, last = page.url.split("#")[0], _LAST.get(page)
+    _LAST[page] = (address, elements)
+    if last is not None and last[0] == address:
+        elements = mark_appeared(elements, last[1], viewport)
     return A11ySnapshot(elements, viewport, dpr, page.url, str(title or ""))
 
 

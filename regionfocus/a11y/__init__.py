@@ -8,8 +8,11 @@ Three phases, each a pure function, each switchable for the paper's ablation (§
 
 1. :func:`detect_modal` (§3.1, Appendices A and B): foreground modal elements apart from the
    background, from roles/attributes (a visible ``dialog``/``alertdialog``: our web addition,
-   the tree states it outright), the temporal difference against the previous step (App. A)
-   and keywords clustered in space (App. B, used when no temporal correspondence exists).
+   the tree states it outright), the temporal difference against the previous step (App. A;
+   ours besides: a new layer that covers the page, a pop-up's backdrop, is modal whatever its
+   words) and keywords clustered in space (App. B, used when no temporal correspondence
+   exists). A caller handed one snapshot at a time gets the difference as marks
+   (:func:`mark_appeared`; the browser tree sets them).
 2. :func:`reduce` (§3.2, App. C): invisible / off-viewport / contentless elements dropped,
    duplicates merged by Table 4's priorities, strings normalised, long text cut around the
    instruction's keywords (C.2: Table 5's stop words, 50 characters of context, else the first
@@ -55,6 +58,7 @@ from .elements import (
     union_box,
 )
 from .modal import (
+    APPEARED,
     KEYWORDS_ACTION,
     KEYWORDS_CLOSE,
     KEYWORDS_CONTENT,
@@ -64,10 +68,12 @@ from .modal import (
     MODAL_INTERACTIVE_TAGS,
     ModalParams,
     ModalResult,
+    covering_layer,
     detect_by_attribute,
     detect_by_keywords,
     detect_modal,
     detect_temporal,
+    mark_appeared,
     modal_score,
 )
 from .reduce import (
@@ -91,6 +97,7 @@ from .structure import (
 )
 
 __all__ = [
+    "APPEARED",
     "A11yElement",
     "A11yState",
     "CONTAINER_ROLES",
@@ -120,6 +127,7 @@ __all__ = [
     "block_threshold",
     "compress",
     "compress_text",
+    "covering_layer",
     "dedupe",
     "detect_by_attribute",
     "detect_by_keywords",
@@ -138,6 +146,7 @@ __all__ = [
     "landmark_of",
     "linear_line",
     "linearize",
+    "mark_appeared",
     "modal_score",
     "normalize_space",
     "observation_text",

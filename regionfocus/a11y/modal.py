@@ -7,7 +7,7 @@ import math
 import re
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..geometry import Box, Point
 from .elements import (
@@ -20,6 +20,7 @@ from .elements import (
     in_viewport,
     landmark_of,
     normalize_space,
+    says_something,
     union_box,
 )
 
@@ -31,9 +32,12 @@ MODAL_DECORATIVE_TAGS = frozenset({"image", "img", "label", "LabelText", "headin
 KEYWORDS_DECIDE = ("ok", "cancel", "save", "yes", "no", "login", "agree", "delete")
 KEYWORDS_FUNC = ("sort", "filter", "settings", "search", "find")
 # App. B.1: anchor keywords. "setting" and "cookie" also match their plurals (word prefixes).
-KEYWORDS_CONTENT = ("cookie", "cookies", "gdpr", "privacy", "consent")
+# Ours besides: a pop-up that is no consent box ("Join our newsletter", "Subscribe", "No
+# thanks", "Dismiss") says so in words of its own.
+KEYWORDS_CONTENT = ("cookie", "cookies", "gdpr", "privacy", "consent", "newsletter", "subscribe")
 KEYWORDS_ACTION = (
     "accept", "agree", "allow", "reject", "save", "confirm", "close", "×", "ok", "policy", "manage", "setting",
+    "dismiss", "thanks",
 )  # fmt: skip
 # A closing or cancel mechanism (App. B.6): an interactive element named like one of these.
 KEYWORDS_CLOSE = (
@@ -48,6 +52,8 @@ KEYWORDS_CLOSE = (
     "cancel",
     "confirm",
     "got",
+    "dismiss",
+    "thanks",
 )
 
 
@@ -64,7 +70,9 @@ class ModalParams:
     (``min_anchors`` distinct labels), "too small" and "most of the screen" (``min_area_frac``,
     ``max_area_frac``), and ``cluster_metric``: Eq. 17 measures between positions; "center"
     does exactly that, "gap" (default) between the boxes' nearest edges, because web
-    buttons side by side are often wider than δ, so their centres never link."""
+    buttons side by side are often wider than δ, so their centres never link. Ours: a layer
+    "covers the page" (a pop-up's backdrop) when it spans ``cover_frac`` of the viewport and
+    is painted over at least ``cover_behind`` elements of the page that say something."""
 
     eps_static: float = 25.0
     eps_dynamic: float = 25.0
@@ -86,6 +94,8 @@ class ModalParams:
     cluster_metric: str = "gap"
     min_area_frac: float = 0.001
     max_area_frac: float = 0.6
+    cover_frac: float = 0.9
+    cover_behind: int = 3
 
 
 @dataclass
@@ -247,22 +257,39 @@ def _common_container(members: Sequence[A11yElement], by_id: Mapping[str, A11yEl
     return None
 
 
-def detect_by_keywords(
-    elements: Sequence[A11yElement], viewport: tuple[int, int], p: ModalParams = ModalParams()
-) -> tuple[set[str], list[str]]:
-    """App. B: anchors (keyword-bearing on-screen elements), clustered when their centres are
-    closer than δ = ``cluster_frac`` · min(W, H) (Eq. 17-18), each cluster widened to its nearest
-    common container (the web tree has one; the paper's linearized tree did not), kept by the
-    edge rule (Eq. 19-20) or by the region score (B.4-B.5), unless a B.6 rejection applies.
-    Returns the accepted modal element ids and notes."""
+def covering_layer(
+    candidates: Iterable[A11yElement],
+    elements: Sequence[A11yElement],
+    viewport: tuple[int, int],
+    p: ModalParams = ModalParams(),
+) -> A11yElement | None:
+    """The front-most of ``candidates`` that covers the page (ours, see :class:`ModalParams`):
+    a pop-up's dimmed backdrop, or a panel as large. A layer in the page's own flow is painted
+    with the content beside it, never over it, so only a layer in front qualifies."""
     W, H = viewport
     by_id = _by_id(elements)
-    shown = [e for e in elements if _on_screen(e, viewport)]
-    anchors = [e for e in shown if _has_keyword(e.label, KEYWORDS_CONTENT + KEYWORDS_ACTION)]
-    notes: list[str] = []
-    if not anchors:
-        return set(), ["keyword: no anchors"]
-    delta = p.cluster_frac * min(W, H)
+    best = None
+    for e in candidates:
+        b = e.box
+        if not e.visible or b is None or (best is not None and e.paint_order <= best.paint_order):
+            continue
+        shown = max(0.0, min(b.right, W) - max(b.left, 0.0)) * max(0.0, min(b.bottom, H) - max(b.top, 0.0))
+        if shown < p.cover_frac * W * H:
+            continue
+        own = _descendants_of([e], elements) | {a.node_id for a in ancestors(e, by_id)}
+        behind = sum(
+            1
+            for o in elements
+            if o.paint_order < e.paint_order and o.node_id not in own and says_something(o)
+            and _on_screen(o, viewport) and b.contains(o.center)
+        )  # fmt: skip
+        if behind >= p.cover_behind:
+            best = e
+    return best
+
+
+def _clusters(anchors: Sequence[A11yElement], delta: float, metric: str) -> list[list[A11yElement]]:
+    """Eq. 17-18: anchors linked when closer than ``delta`` (single linkage)."""
     parent = list(range(len(anchors)))
 
     def find(i: int) -> int:
@@ -273,57 +300,116 @@ def detect_by_keywords(
 
     for i in range(len(anchors)):
         for j in range(i + 1, len(anchors)):
-            if _distance(anchors[i].box, anchors[j].box, p.cluster_metric) < delta:
+            if _distance(anchors[i].box, anchors[j].box, metric) < delta:
                 parent[find(i)] = find(j)
     clusters: dict[int, list[A11yElement]] = {}
     for i, a in enumerate(anchors):
         clusters.setdefault(find(i), []).append(a)
+    return list(clusters.values())
 
-    scored: list[tuple[float, bool, set[str], str]] = []
-    diag = math.hypot(W / 2, H / 2)
-    for members in clusters.values():
-        container = _common_container(members, by_id)
-        cbox = container.box if container is not None and container.box is not None else None
-        if cbox is None or cbox.area > p.max_area_frac * W * H:
-            container, cbox = None, union_box(m.box for m in members)
-        ids = (
-            _descendants_of([container], elements) if container is not None else {m.node_id for m in members}
+
+def _region(
+    members: Sequence[A11yElement],
+    elements: Sequence[A11yElement],
+    by_id: Mapping[str, A11yElement],
+    layer: A11yElement | None,
+    area: float,
+    p: ModalParams,
+) -> tuple[set[str], Box]:
+    """A cluster widened to its nearest common container's subtree (the web tree has one; the
+    paper's linearized tree did not), or the anchors alone when there is none or it is most of
+    the screen. A backdrop that holds the anchors (``layer``) is the pop-up's own container:
+    its subtree, measured by what it shows. Returns (ids, box)."""
+    container = _common_container(members, by_id)
+    if container is not None and container is layer:
+        ids = _descendants_of([layer], elements)
+        shown = (
+            e.box for e in elements if e.node_id in ids and e is not layer and e.box and says_something(e)
         )
+        return ids, union_box(shown)
+    if container is None or container.box is None or container.box.area > p.max_area_frac * area:
+        return {m.node_id for m in members}, union_box(m.box for m in members)
+    return _descendants_of([container], elements), container.box
+
+
+def _rejection(
+    members: Sequence[A11yElement],
+    box: Box,
+    inside: Sequence[A11yElement],
+    by_id: Mapping[str, A11yElement],
+    area: float,
+    p: ModalParams,
+) -> str:
+    """App. B.6: why a cluster's region is no modal ("" when it may be one)."""
+    if len({_norm_key(m.label) for m in members}) < p.min_anchors:
+        return "too few anchors"
+    if box.area < p.min_area_frac * area:
+        return "region too small"
+    if box.area > p.max_area_frac * area:
+        return "covers most of the screen"
+    if any(landmark_of(m, by_id) in ("NAVIGATION", "SEARCH") for m in members) or any(
+        e.role in ("navigation", "search", "searchbox") for e in inside
+    ):
+        return "navigation bar or search form"
+    if not any(e.interactive and _has_keyword(e.label, KEYWORDS_CLOSE) for e in inside):
+        return "no closing or cancel control"
+    return ""
+
+
+def _region_score(
+    members: Sequence[A11yElement],
+    box: Box,
+    inside: Sequence[A11yElement],
+    covered: bool,
+    viewport: tuple[int, int],
+    p: ModalParams,
+) -> float:
+    """B.4-B.5: anchors, centrality, and the kinds of control inside; ours: standing in front
+    of a layer that covers the page counts as one more kind."""
+    W, H = viewport
+    kinds = (
+        any(e.interactive and e.role in ("button", "link") for e in inside),
+        any(e.role in ("textbox", "searchbox", "combobox") for e in inside),
+        any(e.role in ("checkbox", "switch", "radio") for e in inside),
+        any(e.interactive and _has_keyword(e.label, ("close", "×")) for e in inside),
+        covered,
+    )
+    centrality = max(0.0, 1.0 - box.center.distance(Point(W / 2, H / 2)) / math.hypot(W / 2, H / 2))
+    return min(20.0, p.anchor_points * len(members)) + 30.0 * centrality + p.structure_points * sum(kinds)
+
+
+def detect_by_keywords(
+    elements: Sequence[A11yElement], viewport: tuple[int, int], p: ModalParams = ModalParams()
+) -> tuple[set[str], list[str]]:
+    """App. B: anchors (keyword-bearing on-screen elements), clustered when closer than
+    δ = ``cluster_frac`` · min(W, H) (Eq. 17-18), each cluster widened to its region, kept by
+    the edge rule (Eq. 19-20) or by the region score (B.4-B.5), unless a B.6 rejection applies.
+    Returns the accepted modal element ids and notes."""
+    W, H = viewport
+    by_id = _by_id(elements)
+    shown = [e for e in elements if _on_screen(e, viewport)]
+    anchors = [e for e in shown if _has_keyword(e.label, KEYWORDS_CONTENT + KEYWORDS_ACTION)]
+    if not anchors:
+        return set(), ["keyword: no anchors"]
+    layer = covering_layer(shown, elements, viewport, p)
+    notes: list[str] = []
+    scored: list[tuple[float, bool, set[str], str]] = []
+    for members in _clusters(anchors, p.cluster_frac * min(W, H), p.cluster_metric):
+        ids, box = _region(members, elements, by_id, layer, W * H, p)
         inside = [e for e in shown if e.node_id in ids]
         label = ", ".join(repr(m.label[:20]) for m in members[:4])
-        # B.6 rejections
-        why = ""
-        if len({_norm_key(m.label) for m in members}) < p.min_anchors:
-            why = "too few anchors"
-        elif cbox.area < p.min_area_frac * W * H:
-            why = "region too small"
-        elif cbox.area > p.max_area_frac * W * H:
-            why = "covers most of the screen"
-        elif any(landmark_of(m, by_id) in ("NAVIGATION", "SEARCH") for m in members) or any(
-            e.role in ("navigation", "search", "searchbox") for e in inside
-        ):
-            why = "navigation bar or search form"
-        elif not any(e.interactive and _has_keyword(e.label, KEYWORDS_CLOSE) for e in inside):
-            why = "no closing or cancel control"
+        why = _rejection(members, box, inside, by_id, W * H, p)
         if why:
             notes.append(f"keyword: rejected [{label}]: {why}")
             continue
-        c = cbox.center
-        edge = (c.y > p.edge_bottom * H or c.y < p.edge_top * H) and cbox.width > p.edge_aspect * max(
-            cbox.height, 1
+        c = box.center
+        edge = (c.y > p.edge_bottom * H or c.y < p.edge_top * H) and box.width > p.edge_aspect * max(
+            box.height, 1
         )
-        kinds = {
-            "button": any(e.interactive and e.role in ("button", "link") for e in inside),
-            "input": any(e.role in ("textbox", "searchbox", "combobox") for e in inside),
-            "toggle": any(e.role in ("checkbox", "switch", "radio") for e in inside),
-            "close": any(e.interactive and _has_keyword(e.label, ("close", "×")) for e in inside),
-        }
-        score = (
-            min(20.0, p.anchor_points * len(members))
-            + 30.0 * max(0.0, 1.0 - c.distance(Point(W / 2, H / 2)) / diag)
-            + p.structure_points * sum(kinds.values())
-        )
-        scored.append((score, edge, ids, f"[{label}] score {score:.0f}" + (" edge banner" if edge else "")))
+        covered = layer is not None and min(m.paint_order for m in members) >= layer.paint_order
+        score = _region_score(members, box, inside, covered, viewport, p)
+        extra = (" edge banner" if edge else "") + (" in front of a page-covering layer" if covered else "")
+        scored.append((score, edge, ids, f"[{label}] score {score:.0f}{extra}"))
     accepted: set[str] = set()
     s_max = max((s for s, _, _, _ in scored), default=0.0)
     for score, edge, ids, note in scored:
@@ -332,6 +418,43 @@ def detect_by_keywords(
         if ok:
             accepted |= ids
     return accepted, notes
+
+
+APPEARED = "appeared"  # the attribute :func:`mark_appeared` sets
+
+
+def mark_appeared(
+    elements: Sequence[A11yElement],
+    previous: Sequence[A11yElement],
+    viewport: tuple[int, int],
+    p: ModalParams = ModalParams(),
+) -> list[A11yElement]:
+    """``elements`` with ``attributes["appeared"] = "true"`` on those new since ``previous``
+    when the two screens correspond (App. A), unless ``previous`` held the same node (its id)
+    visible: content scrolled into view was there all along, and App. A's shift, a median over
+    content unique in both frames, cannot tell that on a page of repeated blocks. The temporal
+    signal for a caller handed one snapshot at a time: :func:`detect_modal` without
+    ``previous`` reads the marks."""
+    same, new, _ = detect_temporal(elements, previous, viewport, p)
+    there = {e.node_id for e in previous if e.node_id and e.visible}
+    fresh = {id(e) for e in new if e.node_id not in there} if same else set()
+    return [
+        replace(e, attributes={**e.attributes, APPEARED: "true"}) if id(e) in fresh else e for e in elements
+    ]
+
+
+def _temporal(
+    new: Sequence[A11yElement], elements: Sequence[A11yElement], viewport: tuple[int, int], p: ModalParams
+) -> tuple[set[str], str]:
+    """The new elements as the modal when App. A.5 scores them at T_modal (Eq. 12-16), or
+    (ours) when one of them covers the page: then those painted at or above it."""
+    score = modal_score(new, p) if new else 0.0
+    layer = covering_layer(new, elements, viewport, p)
+    note = f"score {score:.1f} vs {p.threshold}"
+    if layer is not None:
+        front = [e for e in new if e.paint_order >= layer.paint_order]
+        return _descendants_of(front, elements), note + f"; a new {layer.role} covers the page"
+    return (_descendants_of(new, elements) if new and score >= p.threshold else set()), note
 
 
 def detect_modal(
@@ -344,37 +467,40 @@ def detect_modal(
     """Phase 1 (§3.1, Eq. 1): split ``elements`` into modal M and background B.
 
     ``viewport``: (W, H) screenshot pixels. ``previous``: the last step's elements (None on a
-    first observation); ``previous_modal``: the last step's modal set, tracked while its
-    elements persist (JA §3.1 step 3). Order: attribute (a visible dialog), temporal
-    difference when the screens correspond (App. A; scored by Eq. 12-16), tracking, and the
-    keyword method only where no temporal correspondence exists (App. A's opening) and the
-    tree names no dialog.
+    first observation, or when the caller marked what appeared: :func:`mark_appeared`);
+    ``previous_modal``: the last step's modal set, tracked while its elements persist (JA §3.1
+    step 3). Order: attribute (a visible dialog), temporal difference when the screens
+    correspond (App. A; scored by Eq. 12-16, or a new layer covering the page), tracking, and
+    the keyword method only where no temporal correspondence exists (App. A's opening) and
+    the tree names no dialog.
     """
     elements = ensure_ids(elements)
     result = ModalResult([], [])
     modal_ids = detect_by_attribute(elements, viewport)
     if modal_ids:
         result.methods.append("attribute")
-    temporal_ok = False
     if previous is not None:
         same, new, note = detect_temporal(elements, previous, viewport, params)
-        result.same_screen = same
         result.notes.append(f"temporal: {note}")
-        if same:
-            temporal_ok = True
-            score = modal_score(new, params) if new else 0.0
-            if new and score >= params.threshold:
-                result.methods.append("temporal")
-                # with the subtrees of new containers (their hidden or off-screen members)
-                modal_ids |= _descendants_of(new, elements)
-            result.notes.append(f"temporal: score {score:.1f} vs {params.threshold}")
-        if previous_modal:
-            keys = {_content_key(e) for e in previous_modal}
-            tracked = {e.node_id for e in elements if _content_key(e) in keys and _on_screen(e, viewport)}
-            if tracked - modal_ids:
-                result.methods.append("tracked")
-            modal_ids |= tracked
-    if not temporal_ok and "attribute" not in result.methods:
+    else:
+        new = [e for e in elements if e.attributes.get(APPEARED) == "true" and _on_screen(e, viewport)]
+        same = True if new else None
+        if new:
+            result.notes.append(f"temporal: {len(new)} marked as appeared since the last snapshot")
+    result.same_screen = same
+    if same:
+        ids, note = _temporal(new, elements, viewport, params)
+        if ids:
+            result.methods.append("temporal")
+            modal_ids |= ids  # with the subtrees of new containers (their hidden or off-screen members)
+        result.notes.append(f"temporal: {note}")
+    if previous is not None and previous_modal:
+        keys = {_content_key(e) for e in previous_modal}
+        tracked = {e.node_id for e in elements if _content_key(e) in keys and _on_screen(e, viewport)}
+        if tracked - modal_ids:
+            result.methods.append("tracked")
+        modal_ids |= tracked
+    if not same and "attribute" not in result.methods:
         # Keywords are for pages that do not say which layer is in front; where the tree names
         # a dialog, a keyword cluster can only add background (a MiniWoB++ instruction saying
         # "Close the dialog" joined the dialog's own Close button).
