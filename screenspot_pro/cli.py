@@ -50,7 +50,11 @@ files written to RUN_DIR (--out):
                          flips, cost per sample
   report.html            one self-contained page to browse samples with their overlays
 
-data layout (--data DIR): DIR/annotations/<app>_<platform>.json and DIR/images/...
+data layout (--data DIR), told apart by its annotation files; the run folder pins which:
+  ScreenSpot-Pro   annotations/<app>_<platform>.json, images/
+  ScreenSpot-v2    screenspot_{mobile,desktop,web}_v2.json, screenspotv2_image/
+  OSWorld-G        OSWorld-G.json (--task OSWorld-G_refined), classification_result.json, images/
+  UI-Vision        annotations/element_grounding/element_grounding_{basic,functional,spatial}.json, images/
 """
 
 SUBCOMMANDS = ("report", "compare", "build-sample")
@@ -71,7 +75,8 @@ def run_parser() -> argparse.ArgumentParser:
         "--data",
         required=True,
         metavar="DIR|builtin",
-        help="ScreenSpot-Pro folder (annotations/ and images/), or 'builtin' for the rendered sample set",
+        help="a ScreenSpot-Pro, ScreenSpot-v2, OSWorld-G or UI-Vision folder (layouts below), "
+        "or 'builtin' for the rendered sample set",
     )
     d.add_argument(
         "--task",
@@ -141,9 +146,11 @@ def run_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _identity(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
-    """Run settings that change a sample's result: a folder refuses to mix two of them."""
+def _identity(args: argparse.Namespace, data_dir: Path, fmt: str) -> dict[str, Any]:
+    """Run settings that change a sample's result: a folder refuses to mix two of them. The
+    benchmark is pinned unless ScreenSpot-Pro, so folders made before the others still resume."""
     return {
+        **({"format": fmt} if fmt != "screenspot-pro" else {}),
         "data": str(data_dir.resolve()),
         "agent": args.agent,
         "model": args.model,
@@ -193,7 +200,8 @@ def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
     from regionfocus.adapters.redact import redact_url
     from regionfocus.kit.flags import config_from_args
 
-    from .dataset import DEFAULT_MAX_IMAGE_PIXELS, Selection, load_dataset
+    from .dataset import DEFAULT_MAX_IMAGE_PIXELS, Selection
+    from .formats import detect
     from .report import table_for_run
     from .runner import run_screenspot
 
@@ -219,10 +227,11 @@ def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
         raise ValueError(f"--max-image-pixels must be >= 1, got {max_pixels}")
     # This process decodes what the loader accepted; Pillow's global guard must not be stricter.
     Image.MAX_IMAGE_PIXELS = max(Image.MAX_IMAGE_PIXELS or 0, max_pixels)
-    samples = load_dataset(data_dir, selection, max_image_pixels=max_pixels)
+    fmt = detect(data_dir)
+    samples = fmt.load(data_dir, selection, max_image_pixels=max_pixels)
     if not samples:
         raise ValueError(f"no samples in {data_dir} match the filters (task/group/app/ui-type)")
-    out = Path(args.out or f"runs/screenspot-pro-{args.agent}")
+    out = Path(args.out or f"runs/{fmt.name}-{args.agent}")
     owned = model is None  # a model the caller passed in is the caller's to close
     if model is None:
         model = build_model(args, concurrency=args.concurrency)
@@ -249,7 +258,7 @@ def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
                 out,
                 enabled=not args.no_regionfocus,
                 concurrency=args.concurrency,
-                identity={**_identity(args, data_dir), "request": request_identity(model)},
+                identity={**_identity(args, data_dir, fmt.name), "request": request_identity(model)},
                 invocation=invocation,
                 progress=False if args.no_progress else None,
                 retry_errors=args.retry_errors,

@@ -77,14 +77,14 @@ def detail(
         "lang": meta["lang"],
         "instruction_style": INSTRUCTION_STYLE,
         "prompt_to_evaluate": meta["instruction"],
-        "gt_type": GT_TYPE,
+        "gt_type": "negative" if meta.get("refusal") else GT_TYPE,  # ScreenSpot-Pro's word for "absent"
         "ui_type": meta["ui_type"],
         "task_filename": meta["task_filename"],
         "pred": list(pred) if pred is not None else None,
         "raw_response": raw_response,
         "bbox": meta["bbox"],
         "correctness": verdict,
-        **({"splits": meta["splits"]} if "splits" in meta else {}),
+        **{k: meta[k] for k in ("splits", "polygon") if k in meta},
     }
 
 

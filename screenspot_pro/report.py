@@ -30,7 +30,8 @@ from regionfocus.kit.runlog import (
 
 from . import strategies
 from .dataset import GROUPS, sample_order_key
-from .metrics import CORRECT, detail, evaluate
+from .formats import Format, by_name
+from .metrics import CORRECT, detail
 
 ROWS = (("baseline", "baseline"), ("final", "+ RegionFocus"))
 
@@ -44,6 +45,11 @@ def load_run(run_dir: str | Path) -> list[dict[str, Any]]:
     records = read_records(path)
     records.sort(key=lambda r: sample_order_key(r["sample"]["task_filename"], r["id"]))
     return records
+
+
+def benchmark(config: dict[str, Any]) -> Format:
+    """The benchmark a run folder's config pinned (none: ScreenSpot-Pro)."""
+    return by_name(config.get("identity", {}).get("format"))
 
 
 def regionfocus_enabled(run_dir: str | Path) -> bool:
@@ -140,6 +146,27 @@ def app_table_markdown(rows: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> 
     return "\n".join(lines)
 
 
+def split_table(rows: Sequence[tuple[str, Sequence[dict[str, Any]]]], fmt: Format) -> tuple[list, list]:
+    """The benchmark's official per-split table: accuracy (%) per split (with its sample count),
+    over all samples, and the unweighted mean of the splits when its table has one."""
+    docs = [(label, fmt.evaluate(ds)["metrics"]) for label, ds in rows]
+    splits = docs[0][1]["splits"] if docs else {}
+    head = ["", *(f"{k} (n={b['num_total']})" for k, b in splits.items()), "Overall"]
+    head += ["Final Avg (mean of splits)"] if fmt.mean_of else []
+    body = []
+    for label, m in docs:
+        accs = [b["action_acc"] for b in (*m["splits"].values(), m["overall"])] + (
+            [m["mean_of_splits"]] if fmt.mean_of else []
+        )
+        body.append([label, *(f"{100 * a:.1f}" for a in accs)])
+    return head, body
+
+
+def markdown_table(head: Sequence[str], body: Sequence[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in body])
+
+
 # ----------------------------------------------------------------------------- statistics
 def outcome(rec: dict[str, Any]) -> str:
     """How the sample moved: "error", "wrong→right", "right→wrong", "right→right", "wrong→wrong".
@@ -205,24 +232,32 @@ def summary_markdown(
         else ""
     )
     who = ", ".join(f"{k}={ident[k]}" for k in ("agent", "model") if ident.get(k))
+    fmt = benchmark(config)
     lines = [
-        "# ScreenSpot-Pro run",
+        f"# {fmt.title} run",
         "",
         f"{done}; {who or 'agent unknown'}; data: {ident.get('data', 'unknown')}.",
-        "Accuracy in %, a point is right when it falls inside the target box (edges inclusive).",
+        "Accuracy in %, a point is right when it falls inside the target box (edges inclusive)."
+        if fmt.parser is None
+        else f"Accuracy in %, each answer scored as {fmt.title}'s official script scores it.",
         f"Errors (counted wrong, kept in the denominator): {s['errors']}. "
         f"Partial (some model calls failed; scored as answered, kept in the denominator): {s['partial']}."
         + (" `--retry-errors` reruns both." if s["errors"] or s["partial"] else ""),
         "",
-        "## Table 1 layout",
-        "",
-        table1_markdown(rows),
-        "",
-        "## Per application",
-        "",
-        app_table_markdown(rows),
-        "",
     ]
+    if fmt.parser is None:
+        lines += [
+            "## Table 1 layout",
+            "",
+            table1_markdown(rows),
+            "",
+            "## Per application",
+            "",
+            app_table_markdown(rows),
+            "",
+        ]
+    else:
+        lines += ["## Per split (the official tables)", "", markdown_table(*split_table(rows, fmt)), ""]
     if enabled:
         lines += [
             "## RegionFocus",
@@ -283,6 +318,7 @@ def write_reports(
     run_dir = Path(run_dir)
     records = load_run(run_dir)
     config = read_config(run_dir)
+    evaluate = benchmark(config).evaluate
     atomic_write_json(run_dir / "results.json", evaluate(details_for(records, "final")))
     atomic_write_json(run_dir / "results_baseline.json", evaluate(details_for(records, "baseline")))
     for name in peer_names(records):
@@ -303,7 +339,8 @@ def table_for_run(run_dir: str | Path) -> str:
     records = load_run(run_dir)
     enabled = regionfocus_enabled(run_dir)
     rows = [(label, details_for(records, row)) for row, label in ROWS if enabled or row == "baseline"]
-    return table1_text(rows)
+    fmt = benchmark(read_config(run_dir))
+    return table1_text(rows) if fmt.parser is None else markdown_table(*split_table(rows, fmt))
 
 
 def compare_runs(run_a: str | Path, run_b: str | Path) -> str:
@@ -455,9 +492,12 @@ def html_report(
     head, body = strategies.comparison_cells(comparison)
     cache = _ImageCache(thumb_width)
     shown = images_for(records, max_images)
+    fmt = benchmark(config)
     return render(
         __package__,
         "report.html",
+        title=f"{fmt.title} run",
+        splits=fmt.parser is not None and split_table(rows, fmt),
         records=records,
         groups=groups,
         table1=[(label, table1_cells(ds, groups)) for label, ds in rows],
