@@ -395,15 +395,14 @@ class RecordParser:
         self.task, self.rec, self.images = task, rec, images
         self.out = Parsed()
         self.filename: str | None = None
+        self.path: Path | None = None
+        self.size: tuple[int, int] | None = None
 
     def fail(self, problem: str) -> None:
         self.out.errors.append(problem)
 
     def note(self, kind: str, *detail: str) -> None:
         self.out.notes.append((kind, detail))
-
-    def parse(self) -> Parsed:
-        raise NotImplementedError
 
     def fields(self, required: Sequence[str], known: frozenset[str]) -> bool:
         """False when the record is not an object; missing fields fail, unknown ones are noted."""
@@ -419,7 +418,10 @@ class RecordParser:
         return True
 
     def sample(self, bbox: tuple[float, ...] | None, **fields: Any) -> Parsed:
-        """The parse's result: a :class:`Sample` of ``fields`` when nothing failed."""
+        """The parse's result: a :class:`Sample` of ``fields`` and the screenshot last read
+        (:meth:`screenshot`) when nothing failed."""
+        screen = {"img_filename": self.filename, "image_path": self.path, "img_size": self.size}
+        fields = {**screen, "language": "en", **fields}
         if not (self.out.errors or self.out.id is None or bbox is None or None in fields.values()):
             self.out.sample = Sample(
                 id=self.out.id,
@@ -431,6 +433,18 @@ class RecordParser:
         return self.out
 
     # -- fields ---------------------------------------------------------------------------
+
+    def record_id(self) -> str | None:
+        if "id" not in self.rec:
+            return None
+        value = self.rec["id"]
+        if isinstance(value, int) and not isinstance(value, bool):
+            self.note(INT_ID)
+            return str(value)
+        if isinstance(value, str) and value.strip():
+            return value
+        self.fail(f"id must be a non-empty string or an integer, got {value!r}")
+        return None
 
     def text(self, name: str) -> str | None:
         if name not in self.rec:
@@ -461,20 +475,18 @@ class RecordParser:
             self.fail(f"{name} must be {form}, got {self.rec[name]!r}")
         return got
 
-    def screenshot(self, img_filename: str | None) -> tuple[Path | None, tuple[int, int] | None]:
-        """The screenshot's path inside the images folder and its (W, H), read from the header."""
-        if img_filename is None:
-            return None, None
+    def screenshot(self, img_filename: str | None) -> tuple[int, int] | None:
+        """The (W, H) of the screenshot, read from its header; the sample keeps it and the file's
+        path inside the images folder. None (with the problem) when either is unusable."""
         self.filename = img_filename
-        got = self.images.path(img_filename)
-        if isinstance(got, str):
-            self.fail(got)
-            return None, None
-        size = self.images.size(got)
-        if isinstance(size, str):
-            self.fail(size)
-            return got, None
-        return got, size
+        path = self.images.path(img_filename) if img_filename is not None else None
+        size = self.images.size(path) if isinstance(path, Path) else None
+        for got in (path, size):
+            if isinstance(got, str):
+                self.fail(got)
+        self.path = path if isinstance(path, Path) else None
+        self.size = size if isinstance(size, tuple) else None
+        return self.size
 
     def fit(
         self, coords: tuple[float, ...], annotated: tuple[float, float] | None | bool, actual: tuple[int, int]
@@ -525,7 +537,7 @@ class _RecordParser(RecordParser):
             ("id", "img_filename", "bbox", own, "application", "platform", "ui_type"), KNOWN_FIELDS
         ):
             return self.out
-        self.out.id = self._id()
+        self.out.id = self.record_id()
         texts = {name: self.text(name) for name in ("img_filename", own, "application", "platform")}
         other = next(f for f in INSTRUCTION_FIELD.values() if f != own)
         if not isinstance(self.rec.get(other), str):
@@ -534,14 +546,11 @@ class _RecordParser(RecordParser):
         group = self._group()
         annotated = self.img_size()
         bbox = self._bbox()
-        image_path, actual = self.screenshot(texts["img_filename"])
+        actual = self.screenshot(texts["img_filename"])
         if bbox is not None and actual is not None:
             bbox = self.fit(bbox, annotated, actual)
         return self.sample(
             bbox,
-            img_filename=texts["img_filename"],
-            image_path=image_path,
-            img_size=actual,
             instruction=texts[own],
             language=self.language,
             application=texts["application"],
@@ -549,18 +558,6 @@ class _RecordParser(RecordParser):
             group=group,
             ui_type=ui_type,
         )
-
-    def _id(self) -> str | None:
-        if "id" not in self.rec:
-            return None
-        value = self.rec["id"]
-        if isinstance(value, int) and not isinstance(value, bool):
-            self.note(INT_ID)
-            return str(value)
-        if isinstance(value, str) and value.strip():
-            return value
-        self.fail(f"id must be a non-empty string or an integer, got {value!r}")
-        return None
 
     def _ui_type(self) -> str | None:
         if "ui_type" not in self.rec:

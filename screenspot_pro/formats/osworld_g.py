@@ -89,7 +89,7 @@ class Parser(RecordParser):
             self.fail(f"box_type must be bbox, polygon or refusal, got {box_type!r}")
         annotated = self.img_size("image_size")
         coords = self._coordinates(box_type)
-        image_path, size = self.screenshot(texts["image_path"])
+        size = self.screenshot(texts["image_path"])
         polygon, bbox = (), None
         if size is not None and box_type == "refusal":
             bbox = (0.0, 0.0, float(size[0]), float(size[1]))
@@ -104,11 +104,7 @@ class Parser(RecordParser):
             self.note(NO_CLASSIFICATION)
         return self.sample(
             bbox,
-            img_filename=texts["image_path"],
-            image_path=image_path,
-            img_size=size,
             instruction=texts["instruction"],
-            language="en",
             application="",
             platform="",
             group=box_type,

@@ -46,18 +46,14 @@ class Parser(RecordParser):
         if xywh is not None and min(xywh[2:]) < 0:
             self.fail(f"bbox {list(self.rec['bbox'])} has a negative width or height")
             xywh = None
-        image_path, size = self.screenshot(texts["img_filename"])
+        size = self.screenshot(texts["img_filename"])
         bbox = None
         if xywh is not None and size is not None:
             x, y, w, h = xywh
             bbox = self.fit((x, y, x + w, y + h), None, size)
         return self.sample(
             bbox,
-            img_filename=texts["img_filename"],
-            image_path=image_path,
-            img_size=size,
             instruction=texts["instruction"],
-            language="en",
             application=source if isinstance(source, str) else "",
             platform=self.split,
             group=self.split,

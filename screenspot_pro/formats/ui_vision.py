@@ -48,17 +48,13 @@ class Parser(RecordParser):
             self.note(SWAPPED)
             x1, y1, x2, y2 = bbox
             bbox = (min(x1, x2), min(y1, y2), max(x1, x2), max(y1, y2))
-        image_path, size = self.screenshot(texts["image_path"])
+        size = self.screenshot(texts["image_path"])
         if bbox is not None and size is not None:
             bbox = self.fit(bbox, annotated, size)
         element_type = texts["element_type"]
         return self.sample(
             bbox,
-            img_filename=texts["image_path"],
-            image_path=image_path,
-            img_size=size,
             instruction=texts["prompt_to_evaluate"],
-            language="en",
             application=texts["platform"],
             platform="",
             group=self.split,
