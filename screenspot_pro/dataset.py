@@ -475,11 +475,11 @@ class RecordParser:
             self.fail(f"{name} must be {form}, got {self.rec[name]!r}")
         return got
 
-    def screenshot(self, img_filename: str | None) -> tuple[int, int] | None:
+    def screenshot(self, img_filename: str | None, field: str = "img_filename") -> tuple[int, int] | None:
         """The (W, H) of the screenshot, read from its header; the sample keeps it and the file's
         path inside the images folder. None (with the problem) when either is unusable."""
         self.filename = img_filename
-        path = self.images.path(img_filename) if img_filename is not None else None
+        path = self.images.path(img_filename, field) if img_filename is not None else None
         size = self.images.size(path) if isinstance(path, Path) else None
         for got in (path, size):
             if isinstance(got, str):

@@ -18,15 +18,14 @@ class ImageFiles:
         self.folder, self.max_pixels = folder, max_pixels
         self._sizes: dict[Path, tuple[int, int] | str] = {}
 
-    def path(self, img_filename: str) -> Path | str:
-        """The file inside ``images/``, or the problem. The check is on the name as written
-        (absolute, or ``..`` past the folder): a link the data set's author placed inside
-        ``images/`` is followed, as Hugging Face snapshots link every file into a blob store."""
+    def path(self, img_filename: str, field: str = "img_filename") -> Path | str:
+        """The file inside the folder, or the problem (naming the record's ``field``). The check
+        is on the name as written (absolute, or ``..`` past the folder): a link the data set's
+        author placed inside the folder is followed, as Hugging Face snapshots link every file
+        into a blob store."""
         norm = os.path.normpath(img_filename.replace("\\", "/"))
         if os.path.isabs(norm) or Path(img_filename).drive or norm == ".." or norm.startswith("../"):
-            return (
-                f"img_filename {img_filename!r} is outside images/ (names must be relative to {self.folder})"
-            )
+            return f"{field} {img_filename!r} is outside {self.folder.name}/ (names must be relative to {self.folder})"
         return self.folder / img_filename
 
     def size(self, path: Path) -> tuple[int, int] | str:

@@ -19,6 +19,7 @@ import pytest
 from PIL import Image, ImageDraw
 
 from regionfocus.screenspot_pro.cli import main
+from regionfocus.screenspot_pro.dataset import DatasetError
 from regionfocus.screenspot_pro.formats import detect
 from regionfocus.screenspot_pro.metrics import CORRECT, WRONG, WRONG_FORMAT, judge
 
@@ -267,3 +268,31 @@ def test_target_rules_at_the_edges():
     assert judge(absent, (-1, -1)) == CORRECT  # the script's own sign for "not there"
     assert judge(absent, (-1, 5)) == WRONG and judge(absent, None) == WRONG_FORMAT
     assert judge(absent, None, declined=True) == CORRECT
+
+
+def test_readers_list_every_bad_record_before_any_call(tmp_path: Path):
+    data = _osworld_g_folder(tmp_path / "benchmark")
+    records = json.loads((data / "OSWorld-G.json").read_text())
+    records[2]["box_coordinates"] = [1, 2, 3, 4, 5]  # odd: no vertex list
+    del records[0]["box_coordinates"]
+    records[4]["image_path"] = "../outside.png"
+    records[5]["box_type"] = "circle"
+    (data / "OSWorld-G.json").write_text(json.dumps(records))
+    with pytest.raises(DatasetError) as e:
+        detect(data).load(data)
+    assert e.value.problems == [
+        "OSWorld-G.json[0] (id 'g1'): missing field(s): box_coordinates",
+        "OSWorld-G.json[2] (id 'g3'): box_coordinates of a polygon need 3 or more (x, y) vertices, got 5 numbers",
+        f"OSWorld-G.json[4] (id 'g5'): image_path '../outside.png' is outside images/ (names must be relative to "
+        f"{data.resolve() / 'images'})",
+        "OSWorld-G.json[5] (id 'g6'): box_type must be bbox, polygon or refusal, got 'circle'",
+    ]
+    v2 = _v2_folder(tmp_path / "v2")
+    recs = json.loads((v2 / "screenspot_web_v2.json").read_text())
+    recs[0]["bbox"] = [390, 20, 40, 20]  # 30 px past the right edge once read as [x, y, w, h]
+    (v2 / "screenspot_web_v2.json").write_text(json.dumps(recs))
+    with pytest.raises(
+        DatasetError,
+        match=r"screenspot_web_v2.json\[0\] \(id 'web_0'\): bbox \[390, 20, 430, 40\] lies outside",
+    ):
+        detect(v2).load(v2)

@@ -89,7 +89,7 @@ class Parser(RecordParser):
             self.fail(f"box_type must be bbox, polygon or refusal, got {box_type!r}")
         annotated = self.img_size("image_size")
         coords = self._coordinates(box_type)
-        size = self.screenshot(texts["image_path"])
+        size = self.screenshot(texts["image_path"], "image_path")
         polygon, bbox = (), None
         if size is not None and box_type == "refusal":
             bbox = (0.0, 0.0, float(size[0]), float(size[1]))

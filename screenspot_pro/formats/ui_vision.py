@@ -48,7 +48,7 @@ class Parser(RecordParser):
             self.note(SWAPPED)
             x1, y1, x2, y2 = bbox
             bbox = (min(x1, x2), min(y1, y2), max(x1, x2), max(y1, y2))
-        size = self.screenshot(texts["image_path"])
+        size = self.screenshot(texts["image_path"], "image_path")
         if bbox is not None and size is not None:
             bbox = self.fit(bbox, annotated, size)
         element_type = texts["element_type"]
