@@ -112,7 +112,7 @@ async def show_prompt(
 
     from regionfocus.actions import Action, ActionType
     from regionfocus.geometry import Point
-    from regionfocus.model import Option, Query, Turn
+    from regionfocus.model import Avoid, Option, Query, Turn
 
     capture = _Capture(model)
     adapter = get_adapter(agent, backend=capture)
@@ -127,7 +127,7 @@ async def show_prompt(
     elif kind == "zoomed":
         await adapter.act(shot.crop((0, 0, w // 2, h // 2)), query, zoomed=True)
     elif kind == "focal":
-        await adapter.propose_point(shot, query, [], True)
+        await adapter.propose_point(shot, query, Avoid())
     elif kind == "judge":
         await adapter.judge(shot, query, Point(w / 2, h / 2))
     elif kind == "choose":

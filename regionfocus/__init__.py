@@ -10,7 +10,7 @@ from .actions import Action, ActionType
 from .agent import LiveDecision, RegionFocusAgent, StaticPrediction
 from .config import RegionFocusConfig
 from .geometry import DEFAULT_RATIOS, Box, Point, ViewTransform, fixed_ratio_boxes
-from .model import GroundingModel, ModelReply, Option, Query, Usage, Verdict
+from .model import Avoid, GroundingModel, ModelReply, Option, Query, Usage, Verdict
 from .orchestrator import RegionFocus
 from .proposers.a11y import A11yProposer
 from .proposers.base import BoxProposer, FixedRatioProposer, PredictRegionProposer, ProposalContext
@@ -24,6 +24,7 @@ __all__ = [
     "A11yProposer",
     "Action",
     "ActionType",
+    "Avoid",
     "Box",
     "BoxProposer",
     "CallRecord",

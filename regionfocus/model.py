@@ -110,6 +110,23 @@ class ModelReply:
     usage: Usage = field(default_factory=Usage)
 
 
+@dataclass(frozen=True)
+class Avoid:
+    """Where a focal point must not go: the points of RegionFocus choices that already failed on
+    this screen (pixels of the request's image, oldest first). ``on_image``: they are drawn as
+    numbered stars on the image (the paper's image-as-map history); else the request lists them
+    in text (the paper's text-as-history ablation). Iterates over ``points``."""
+
+    points: Sequence[Point] = ()
+    on_image: bool = True
+
+    def __iter__(self):
+        return iter(self.points)
+
+    def __len__(self) -> int:
+        return len(self.points)
+
+
 @runtime_checkable
 class GroundingModel(Protocol):
     """An agent RegionFocus can wrap. All methods are async: model calls are I/O."""
@@ -123,16 +140,10 @@ class GroundingModel(Protocol):
         ...
 
     async def propose_point(
-        self,
-        image: Image.Image,
-        query: Query,
-        avoid: Sequence[Point],
-        avoid_on_image: bool,
-        *,
-        temperature: float | None = None,
+        self, image: Image.Image, query: Query, avoid: Avoid, *, temperature: float | None = None
     ) -> ModelReply:
         """The single most relevant point for the query, away from the ``avoid`` points
-        (drawn as numbered stars on ``image`` when ``avoid_on_image``, else listed in text).
+        (drawn as numbered stars on ``image`` when ``avoid.on_image``, else listed in text).
         ``temperature``: overrides the model's own for this request (the retry ladder)."""
         ...
 

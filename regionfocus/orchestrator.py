@@ -18,7 +18,7 @@ from PIL import Image
 from .choice import choose, majority_choice
 from .config import RegionFocusConfig
 from .geometry import Point, clamp_point
-from .model import GroundingModel, Query
+from .model import Avoid, GroundingModel, Query
 from .proposers import build_proposer
 from .proposers.base import BoxProposer, ProposalContext
 from .stars import mark_for_model
@@ -144,7 +144,7 @@ class RegionFocus:
             reply = await record_call(
                 calls,
                 kind,
-                self.model.propose_point(image, query, history, on_image, temperature=temperature),
+                self.model.propose_point(image, query, Avoid(history, on_image), temperature=temperature),
             )
             if reply is None:
                 return None, "none"

@@ -65,14 +65,14 @@ class ScriptedModel:
     async def act(self, image, query, *, zoomed=False):
         return await self._answer("act", self.on_act, image, query, zoomed=zoomed)
 
-    async def propose_point(self, image, query, avoid, avoid_on_image, *, temperature=None):
+    async def propose_point(self, image, query, avoid, *, temperature=None):
         return await self._answer(
             "focal",
             self.on_focal,
             image,
             query,
             avoid=list(avoid),
-            avoid_on_image=avoid_on_image,
+            avoid_on_image=avoid.on_image,
             temperature=temperature,
         )
 

@@ -19,7 +19,7 @@ from regionfocus.adapters.backends.base import ChatResponse
 from regionfocus.adapters.families.answers import parse_choice, parse_verdict
 from regionfocus.adapters.families.resize import smart_resize
 from regionfocus.geometry import Point
-from regionfocus.model import GroundingModel, Option, Query, Turn, Usage, Verdict
+from regionfocus.model import Avoid, GroundingModel, Option, Query, Turn, Usage, Verdict
 
 FAMILIES = ["uitars-1.0", "uitars-1.5", "qwen2.5-vl", "qwen3-vl"]
 
@@ -192,7 +192,7 @@ async def test_every_request_renders(family):
     await noted.act(img.crop((0, 0, 800, 600)), q, zoomed=True)
     assert "magnified" in _check_request(backend, adapter, (800, 600))
 
-    await adapter.propose_point(img, q, [Point(100, 100)], True)
+    await adapter.propose_point(img, q, Avoid([Point(100, 100)]))
     t = _check_request(backend, adapter, size)
     assert "pink star" in t and "already tried" in t and "most relevant point" in t
 
@@ -269,7 +269,7 @@ async def test_text_history_points_are_in_the_model_frame(family):
     size = (3840, 2160)
     avoid = [Point(100.4, 2000.2), Point(3001.0, 411.0), Point(1919.5, 1079.5)]
     adapter, backend = _adapter(family, "Action: click(start_box='(1,1)')")
-    await adapter.propose_point(Image.new("RGB", size), Query("click Save"), avoid, False)
+    await adapter.propose_point(Image.new("RGB", size), Query("click Save"), Avoid(avoid, on_image=False))
     text = _text(backend.requests[0]["messages"])
     assert "pink star" not in text
     block = text[text.index("already tried") :]
@@ -316,7 +316,7 @@ async def test_focal_point_and_box_map_to_given_pixels(family):
     ex, ey = (1000, 1000) if rel else (mw, mh)
     # Focal: the family's own action format at the model-frame centre.
     adapter.backend.reply = lambda m: _answer(family, mw / 2, mh / 2, mw, mh)
-    reply = await adapter.propose_point(Image.new("RGB", size), Query("q"), [], True)
+    reply = await adapter.propose_point(Image.new("RGB", size), Query("q"), Avoid())
     assert reply.point.distance(Point(500, 400)) <= 1.0
     # Region: a box from a quarter to three quarters of the model frame.
     box_text = f"Region: [{ex / 4:.0f}, {ey / 4:.0f}, {3 * ex / 4:.0f}, {3 * ey / 4:.0f}]"
@@ -329,7 +329,7 @@ async def test_focal_point_and_box_map_to_given_pixels(family):
         assert abs(got - want) <= 1.5
     adapter.backend.reply = lambda m: "I cannot tell."
     assert (await adapter.propose_box(Image.new("RGB", size), Query("q"), None)).box is None
-    assert (await adapter.propose_point(Image.new("RGB", size), Query("q"), [], True)).point is None
+    assert (await adapter.propose_point(Image.new("RGB", size), Query("q"), Avoid())).point is None
 
 
 async def test_resized_screenshot_is_reused_within_a_round():

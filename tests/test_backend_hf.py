@@ -155,7 +155,7 @@ def _parses(adapter, text: str) -> bool:
 async def test_every_request_kind_survives_random_text(hf_backend):
     """judge / choose / propose_box / propose_point on random answers: no exception, and the
     parsed fields are either absent or well-formed."""
-    from regionfocus import Option, Point, Query, Verdict
+    from regionfocus import Avoid, Option, Point, Query, Verdict
     from regionfocus.actions import click
     from regionfocus.adapters import get_adapter
 
@@ -166,7 +166,7 @@ async def test_every_request_kind_survives_random_text(hf_backend):
     options = [Option(1, click(360, 275), True), Option(2, click(40, 25), True)]
     chosen = await adapter.choose(shot, query, options)
     assert chosen.choice is None or chosen.choice in (1, 2)
-    focal = await adapter.propose_point(shot, query, [Point(40, 25)], True)
+    focal = await adapter.propose_point(shot, query, Avoid([Point(40, 25)]))
     region = await adapter.propose_box(shot, query, None)
     for reply in (judged, chosen, focal, region):
         assert reply.usage.error is None and 1 <= reply.usage.completion_tokens <= CAP

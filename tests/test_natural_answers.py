@@ -15,7 +15,7 @@ from regionfocus.adapters import get_adapter
 from regionfocus.adapters.backends.base import ChatResponse
 from regionfocus.adapters.families.answers import parse_choice, parse_verdict
 from regionfocus.geometry import Point
-from regionfocus.model import Option, Query, Verdict
+from regionfocus.model import Avoid, Option, Query, Verdict
 
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "natural_answers.json").read_text())
 SIZE = (1920, 1080)
@@ -53,7 +53,7 @@ def test_choice_reads_natural_answers(text, want):
 async def test_focal_answers_in_each_family_frame(family, text, want):
     backend = Replay(text)
     adapter = get_adapter(family, backend=backend)
-    reply = await adapter.propose_point(Image.new("RGB", SIZE), Query("open the Layers panel"), [], True)
+    reply = await adapter.propose_point(Image.new("RGB", SIZE), Query("open the Layers panel"), Avoid())
     if want is None:
         assert reply.point is None
         return

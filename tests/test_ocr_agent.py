@@ -19,7 +19,7 @@ from regionfocus.adapters.agents.ocr import OcrAgent, budget_size
 from regionfocus.adapters.perception.ocr_text import TextLine, echo_lines, match_line, parse_instruction
 from regionfocus.agent import RegionFocusAgent
 from regionfocus.geometry import Box, Point, box_around
-from regionfocus.model import GroundingModel, Option, Query, Verdict
+from regionfocus.model import Avoid, GroundingModel, Option, Query, Verdict
 from regionfocus.stars import draw_stars
 from regionfocus.views import crop_view
 
@@ -318,10 +318,10 @@ def test_choose_picks_the_star_on_the_label(agent, screen):
 
 def test_propose_point_avoids_stars(agent, screen):
     q = Query('click "Analytics"')
-    first = run(agent.propose_point(screen.image, q, [], False)).point
+    first = run(agent.propose_point(screen.image, q, Avoid(on_image=False))).point
     assert screen.labels["Analytics"].contains(first)
     starred = draw_stars(screen.image, [first])
-    second = run(agent.propose_point(starred, q, [first], True)).point
+    second = run(agent.propose_point(starred, q, Avoid([first]))).point
     assert second is not None and second.distance(first) > 40
 
 

@@ -11,7 +11,16 @@ import json
 import pytest
 from PIL import Image
 
-from regionfocus import ModelReply, Point, Query, RegionFocus, RegionFocusAgent, RegionFocusConfig, Verdict
+from regionfocus import (
+    Avoid,
+    ModelReply,
+    Point,
+    Query,
+    RegionFocus,
+    RegionFocusAgent,
+    RegionFocusConfig,
+    Verdict,
+)
 from regionfocus.actions import click
 from regionfocus.adapters import get_adapter
 from regionfocus.adapters.families.answers import parse_choice, parse_verdict
@@ -71,12 +80,14 @@ async def test_focal_request_is_not_the_grounding_request_again(family):
     img = Image.new("RGB", (1920, 1080), "white")
     q = Query("click the export button")
     await model.act(img, q)
-    await model.propose_point(img, q, [Point(960, 540)], True)
+    await model.propose_point(img, q, Avoid([Point(960, 540)]))
     grounding, focal = echo.prompts
     assert grounding != focal
     assert "star" in focal.lower()
     echo.prompts.clear()
-    await model.propose_point(img, q, [Point(960, 540)], False)  # text history: coordinates listed
+    await model.propose_point(
+        img, q, Avoid([Point(960, 540)], on_image=False)
+    )  # text history: coordinates listed
     assert any(ch.isdigit() for ch in echo.prompts[0].split("export button")[-1])
 
 

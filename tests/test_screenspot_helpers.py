@@ -107,7 +107,7 @@ class ColourModel:
         text = f"Thought: there it is.{extra}\nAction: click(start_box='({p.x:.0f},{p.y:.0f})')"
         return self._reply(text, action=Action(ActionType.CLICK, p), point=p)
 
-    async def propose_point(self, image, query, avoid, avoid_on_image, *, temperature=None) -> ModelReply:
+    async def propose_point(self, image, query, avoid, *, temperature=None) -> ModelReply:
         await self._begin("focal", query)
         if "[mute]" in query.instruction:
             return self._reply("no idea")

@@ -139,7 +139,7 @@ class TargetModel:
             p = Point(image.width / 2, image.height / 2)
         return ModelReply(f"click({p.x:.1f},{p.y:.1f})", action=click(p.x, p.y), usage=self._usage(image))
 
-    async def propose_point(self, image, query, avoid, avoid_on_image, *, temperature=None):
+    async def propose_point(self, image, query, avoid, *, temperature=None):
         self.seen.append(Seen("focal", image.size, query.instruction, image))
         p = self.locate(image, query.instruction)
         return ModelReply("focal", point=p, usage=self._usage(image))

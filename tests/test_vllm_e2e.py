@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from PIL import Image, ImageDraw
 
-from regionfocus import Action, ActionType, Option, Point, Query, RegionFocus, Verdict
+from regionfocus import Action, ActionType, Avoid, Option, Point, Query, RegionFocus, Verdict
 from regionfocus.adapters import get_adapter
 from regionfocus.adapters.backends.openai_http import OpenAIBackend
 
@@ -90,7 +90,7 @@ async def test_adapter_requests_over_http(backend, family):
     replies = {
         "act": await model.act(img, query),
         "act-zoomed": await model.act(img, query, zoomed=True),
-        "focal": await model.propose_point(img, query, [Point(50, 50)], avoid_on_image=False),
+        "focal": await model.propose_point(img, query, Avoid([Point(50, 50)], on_image=False)),
         "judge": await model.judge(img, query, Point(300, 220)),
         "choose": await model.choose(img, query, options),
         "region": await model.propose_box(img, query, Point(300, 220)),

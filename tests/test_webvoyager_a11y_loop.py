@@ -64,7 +64,7 @@ class BlankThenTree:
             return await self.a11y.act(image, query, zoomed=True)
         return ModelReply("click(5, 590)", action=click(5, 590))
 
-    async def propose_point(self, image, query, avoid, avoid_on_image, *, temperature=None):
+    async def propose_point(self, image, query, avoid, *, temperature=None):
         reply = await self.a11y.act(image, query)
         return ModelReply(reply.text, point=reply.action.point if reply.action else None)
 

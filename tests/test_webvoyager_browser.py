@@ -94,7 +94,7 @@ class ScriptedModel:
         action = await self.plan(image, query, len(self.full_calls))
         return ModelReply(f"plan step {len(self.full_calls)}", action=action)
 
-    async def propose_point(self, image, query, avoid, avoid_on_image, *, temperature=None):
+    async def propose_point(self, image, query, avoid, *, temperature=None):
         return ModelReply("focal", point=self.focal)
 
     async def judge(self, image, query, point):

@@ -37,7 +37,7 @@ from regionfocus.adapters.perception.ocr_text import (
     parse_instruction,
 )
 from regionfocus.geometry import Box, Point, box_around
-from regionfocus.model import ModelReply, Option, Query, Usage, Verdict
+from regionfocus.model import Avoid, ModelReply, Option, Query, Usage, Verdict
 
 _KIND_TO_ACTION = {
     "click": ActionType.CLICK,
@@ -169,13 +169,7 @@ class A11yAgent:
         )
 
     async def propose_point(
-        self,
-        image: Image.Image,
-        query: Query,
-        avoid: Sequence[Point],
-        avoid_on_image: bool,
-        *,
-        temperature: float | None = None,
+        self, image: Image.Image, query: Query, avoid: Avoid, *, temperature: float | None = None
     ) -> ModelReply:
         """The best match at least ``partial_threshold`` whose centre is not within 8 px of an
         ``avoid`` point, else the image centre. Deterministic."""
@@ -236,7 +230,7 @@ class A11yAgent:
         t0 = time.perf_counter()
         point = focal
         if point is None:
-            point = (await self.propose_point(image, query, (), False)).point
+            point = (await self.propose_point(image, query, Avoid(on_image=False))).point
         w, h = image.size
         box = box_around(point, 0.3 * w, 0.3 * h, (w, h))
         return self._reply(f"box({box.left:.0f},{box.top:.0f},{box.right:.0f},{box.bottom:.0f})", t0, box=box)

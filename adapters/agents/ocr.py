@@ -39,7 +39,7 @@ from regionfocus.adapters.perception.ocr_text import (
     token_overlap,
 )
 from regionfocus.geometry import Box, Point, box_around
-from regionfocus.model import ModelReply, Option, Query, Usage, Verdict
+from regionfocus.model import Avoid, ModelReply, Option, Query, Usage, Verdict
 from regionfocus.stars import star_radius
 
 DEFAULT_BUDGET = 1_000_000  # px; about what a 7B VLM sees of a screenshot (~1280x768)
@@ -374,13 +374,7 @@ class OcrAgent:
         return self._reply(text, t0, usage, action=action, point=point)
 
     async def propose_point(
-        self,
-        image: Image.Image,
-        query: Query,
-        avoid: Sequence[Point],
-        avoid_on_image: bool,
-        *,
-        temperature: float | None = None,
+        self, image: Image.Image, query: Query, avoid: Avoid, *, temperature: float | None = None
     ) -> ModelReply:
         """The best partial evidence away from ``avoid``: a weaker match, else the densest patch of
         small marks the OCR could not read (small text is where an unread target hides), else a
@@ -388,7 +382,7 @@ class OcrAgent:
         is ignored."""
         t0 = time.perf_counter()
         parsed = parse_instruction(query.instruction)
-        seen = await self._look(image, avoid if avoid_on_image else ())
+        seen = await self._look(image, avoid.points if avoid.on_image else ())
         point, why = self._evidence(seen, query.instruction, parsed, list(avoid))
         return self._reply(
             f"focus({point.x:.0f},{point.y:.0f}) {why}", t0, Usage(endpoint="ocr"), point=point

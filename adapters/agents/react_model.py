@@ -61,7 +61,7 @@ from regionfocus.adapters.perception.ui_detect import ElementDetector
 from regionfocus.adapters.reasoning.coat import CoatConfig, CoatHistory, CoatParts, CoatStep
 from regionfocus.geometry import Box, Point, ViewTransform
 from regionfocus.loop import NO_MODEL
-from regionfocus.model import ModelReply, Option, Query, Turn, Usage, Verdict
+from regionfocus.model import Avoid, ModelReply, Option, Query, Turn, Usage, Verdict
 
 EFFECT = "changed the page"  # regionfocus.loop.Step.outcome for an action that took effect
 _MINIWOB_PAGE = re.compile(r"/miniwob/([a-z0-9-]+)\.html", re.I)
@@ -295,13 +295,7 @@ class ReactModel:
 
     # ------------------------------------------------------------------ RegionFocus, in text
     async def propose_point(
-        self,
-        image: Image.Image,
-        query: Query,
-        avoid: Sequence[Point],
-        avoid_on_image: bool,
-        *,
-        temperature: float | None = None,
+        self, image: Image.Image, query: Query, avoid: Avoid, *, temperature: float | None = None
     ) -> ModelReply:
         # The avoid points are always listed in text: stars on the image cannot be read.
         agent = self.agent_for(query)

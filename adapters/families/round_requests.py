@@ -13,7 +13,7 @@ from PIL import Image
 from regionfocus.adapters.families.answers import find_coordinates, parse_choice, parse_verdict
 from regionfocus.adapters.families.prompting import Prompt, given_size, render
 from regionfocus.geometry import Point
-from regionfocus.model import ModelReply, Option, Query
+from regionfocus.model import Avoid, ModelReply, Option, Query
 
 # A choice answered with a point picks the nearest candidate within this fraction of the image's
 # long side (77 px on a 3840-px screenshot): about twice a star's reach, so a point aimed at a
@@ -25,20 +25,14 @@ class RoundRequests:
     """The RegionFocus requests of :class:`~regionfocus.adapters.families.vlm.VlmAdapter`."""
 
     async def propose_point(
-        self,
-        image: Image.Image,
-        query: Query,
-        avoid: Sequence[Point],
-        avoid_on_image: bool,
-        *,
-        temperature: float | None = None,
+        self, image: Image.Image, query: Query, avoid: Avoid, *, temperature: float | None = None
     ) -> ModelReply:
         """A focal point in pixels of ``image``, away from ``avoid`` (stars or listed). The
         answer may be "(x, y)" (the paper's format), an action, or any bare coordinates."""
         resized, ms, v = await self._prepare(image)
         given = given_size(image)
         v = self._own_vars(query, given, v)
-        v["avoid_block"] = self._avoid_block(avoid, avoid_on_image, given)
+        v["avoid_block"] = self._avoid_block(avoid, avoid.on_image, given)
         v["point_format"] = self.point_format()
         text = render("rf_focal.txt", **v).rstrip("\n")
         prompt = Prompt(self.own_messages(resized, text))

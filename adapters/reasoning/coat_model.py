@@ -45,7 +45,7 @@ from regionfocus.adapters.reasoning.coat import (
     parse_coat,
 )
 from regionfocus.geometry import Point
-from regionfocus.model import GroundingModel, ModelReply, Option, Query, Turn
+from regionfocus.model import Avoid, GroundingModel, ModelReply, Option, Query, Turn
 
 
 class CoatModel:
@@ -151,17 +151,9 @@ class CoatModel:
         return replace(reply, action=action, point=action.point if action else None)
 
     async def propose_point(
-        self,
-        image: Image.Image,
-        query: Query,
-        avoid: Sequence[Point],
-        avoid_on_image: bool,
-        *,
-        temperature: float | None = None,
+        self, image: Image.Image, query: Query, avoid: Avoid, *, temperature: float | None = None
     ) -> ModelReply:
-        return await self.inner.propose_point(
-            image, self.stripped(query), avoid, avoid_on_image, temperature=temperature
-        )
+        return await self.inner.propose_point(image, self.stripped(query), avoid, temperature=temperature)
 
     async def judge(self, image: Image.Image, query: Query, point: Point) -> ModelReply:
         return await self.inner.judge(image, self.stripped(query), point)
