@@ -6,6 +6,7 @@ onnxruntime; the VLM families only PIL).
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import Any
 
@@ -14,56 +15,29 @@ from regionfocus.model import GroundingModel
 Factory = Callable[..., GroundingModel]
 
 
-def _uitars10(**options: Any) -> GroundingModel:
-    from regionfocus.adapters.families.uitars import UiTars10Adapter
+def _lazy(target: str) -> Factory:
+    """A factory that imports ``module:Class`` only when called (the OCR agent's import pulls in
+    onnxruntime; nothing should load before an agent of that kind is asked for)."""
 
-    return UiTars10Adapter(**options)
+    def factory(**options: Any) -> GroundingModel:
+        module, cls = target.split(":")
+        return getattr(importlib.import_module(module), cls)(**options)
 
-
-def _uitars15(**options: Any) -> GroundingModel:
-    from regionfocus.adapters.families.uitars import UiTars15Adapter
-
-    return UiTars15Adapter(**options)
-
-
-def _qwen25(**options: Any) -> GroundingModel:
-    from regionfocus.adapters.families.qwen import Qwen25Adapter
-
-    return Qwen25Adapter(**options)
-
-
-def _qwen3(**options: Any) -> GroundingModel:
-    from regionfocus.adapters.families.qwen import Qwen3Adapter
-
-    return Qwen3Adapter(**options)
-
-
-def _ocr(**options: Any) -> GroundingModel:
-    from regionfocus.adapters.agents.ocr import OcrAgent
-
-    return OcrAgent(**options)
-
-
-def _a11y(**options: Any) -> GroundingModel:
-    from regionfocus.adapters.agents.a11y_agent import A11yAgent
-
-    return A11yAgent(**options)
-
-
-def _screen_text(**options: Any) -> GroundingModel:
-    from regionfocus.adapters.agents.react_model import ReactModel
-
-    return ReactModel(**options)
+    factory.__qualname__ = f"lazy({target})"
+    return factory
 
 
 _REGISTRY: dict[str, Factory] = {
-    "uitars-1.0": _uitars10,
-    "uitars-1.5": _uitars15,
-    "qwen2.5-vl": _qwen25,
-    "qwen3-vl": _qwen3,
-    "ocr": _ocr,
-    "a11y": _a11y,
-    "screen-text": _screen_text,
+    name: _lazy(target)
+    for name, target in {
+        "uitars-1.0": "regionfocus.adapters.families.uitars:UiTars10Adapter",
+        "uitars-1.5": "regionfocus.adapters.families.uitars:UiTars15Adapter",
+        "qwen2.5-vl": "regionfocus.adapters.families.qwen:Qwen25Adapter",
+        "qwen3-vl": "regionfocus.adapters.families.qwen:Qwen3Adapter",
+        "ocr": "regionfocus.adapters.agents.ocr:OcrAgent",
+        "a11y": "regionfocus.adapters.agents.a11y_agent:A11yAgent",
+        "screen-text": "regionfocus.adapters.agents.react_model:ReactModel",
+    }.items()
 }
 VLM_FAMILIES = ("uitars-1.0", "uitars-1.5", "qwen2.5-vl", "qwen3-vl")
 
