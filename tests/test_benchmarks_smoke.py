@@ -70,18 +70,7 @@ def test_overhead_prints_every_stage_and_format(capsys):
 @pytest.mark.slow
 def test_critical_path_runs_a_full_round_over_http(capsys):
     rows = critical_path.main(
-        [
-            "--size",
-            "560x420",
-            "--latency",
-            "0.05",
-            "--repeats",
-            "1",
-            "--screens",
-            "1",
-            "--family",
-            "uitars-1.5",
-        ]
+        "--size 560x420 --latency 0.05 --repeats 1 --screens 1 --family uitars-1.5".split()
     )
     out = capsys.readouterr().out
     printed = table_rows(out, "Critical path through HTTP")
@@ -93,35 +82,8 @@ def test_critical_path_runs_a_full_round_over_http(capsys):
 
 @pytest.mark.slow
 def test_throughput_and_scale_out_print_their_rows(capsys):
-    throughput.main(
-        [
-            "--size",
-            "560x420",
-            "--latency",
-            "0.02",
-            "--in-flight",
-            "2",
-            "--per-slot",
-            "2",
-            "--screens",
-            "1",
-        ]
-    )
-    scale_out.main(
-        [
-            "--size",
-            "560x420",
-            "--latency",
-            "0.02",
-            "--servers",
-            "1",
-            "2",
-            "--samples-per-server",
-            "2",
-            "--screens",
-            "1",
-        ]
-    )
+    throughput.main("--size 560x420 --latency 0.02 --in-flight 2 --per-slot 2 --screens 1".split())
+    scale_out.main("--size 560x420 --latency 0.02 --servers 1 2 --samples-per-server 2 --screens 1".split())
     out = capsys.readouterr().out
     rows = table_rows(out, "Throughput")
     assert [(r[0], r[2]) for r in rows] == [("2", "4")]  # 2 in flight, 2 per slot

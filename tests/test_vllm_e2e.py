@@ -50,6 +50,13 @@ def user_message(image: Image.Image, text: str) -> list[dict]:
     return [{"role": "user", "content": [{"type": "image", "image": image}, {"type": "text", "text": text}]}]
 
 
+def requests_served(server, main, argv: list[str]) -> int:
+    """Run a harness command that must succeed; how many requests the vLLM server finished."""
+    before = server.requests_finished()
+    assert main(argv) == 0
+    return server.requests_finished() - before
+
+
 @pytest.fixture
 async def backend(vllm_server):
     b = OpenAIBackend(base_urls=[vllm_server.base_url], model=vllm_server.model, timeout=120, max_retries=1)
@@ -233,10 +240,7 @@ def test_screenspot_pro_cli_run_accounts_for_every_sample_and_resumes(
         "--out", str(out),
         "--no-progress",
     ]  # fmt: skip
-    server = vllm_server.server
-    before = server.requests_finished()
-    assert main(argv) == 0
-    served = server.requests_finished() - before
+    served = requests_served(vllm_server.server, main, argv)
 
     records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
     wanted = [
@@ -262,9 +266,7 @@ def test_screenspot_pro_cli_run_accounts_for_every_sample_and_resumes(
     print(f"\nScreenSpot-Pro on vLLM: {served} requests, metrics {results['metrics']}")
 
     # Resume: the same command again answers from the run folder, with no new model calls.
-    before = server.requests_finished()
-    assert main(argv) == 0
-    assert server.requests_finished() == before
+    assert requests_served(vllm_server.server, main, argv) == 0
     assert len((out / "records.jsonl").read_text().splitlines()) == 6
 
 
@@ -285,10 +287,7 @@ def test_webvoyager_miniwob_run_through_regionfocus_and_resume(vllm_server, tmp_
         "--out", str(out),
         "--no-progress",
     ]  # fmt: skip
-    server = vllm_server.server
-    before = server.requests_finished()
-    assert main(argv) == 0
-    served = server.requests_finished() - before
+    served = requests_served(vllm_server.server, main, argv)
 
     results = json.loads((out / "results.json").read_text())
     assert len(results) == 2
@@ -304,7 +303,5 @@ def test_webvoyager_miniwob_run_through_regionfocus_and_resume(vllm_server, tmp_
         assert r["regionfocus_rounds"] >= 1 and sum(r["triggers"].values()) >= 1, r
         assert r["model_errors"] == 0
 
-    before = server.requests_finished()
-    assert main(argv) == 0
-    assert server.requests_finished() == before, "a finished run makes no new model calls"
+    assert requests_served(vllm_server.server, main, argv) == 0, "a finished run makes no new model calls"
     assert json.loads((out / "results.json").read_text()) == results
