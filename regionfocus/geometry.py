@@ -24,9 +24,6 @@ class Point:
     def distance(self, other: Point) -> float:
         return math.hypot(self.x - other.x, self.y - other.y)
 
-    def rounded(self) -> Point:
-        return Point(round(self.x), round(self.y))
-
     def to_list(self) -> list[float]:
         return [self.x, self.y]
 

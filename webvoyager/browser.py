@@ -187,7 +187,6 @@ class BrowserEnv:
         self._pages: list[Page] = []
         self._shot: Image.Image | None = None
         self._probe: PageProbe | None = None
-        self._prev_probe: PageProbe | None = None
         self.zoom = CdpZoom(self._current_page, config.viewport, lambda: self._shot)
 
     # ------------------------------------------------------------------ setup
@@ -363,12 +362,7 @@ class BrowserEnv:
         await self._settle()
         probe = await self._probe_page()
         self._shot = await self._screenshot()
-        self._prev_probe = self._probe
         self._probe = PageProbe(probe.url, await self._count(), probe.fingerprint, time.monotonic())
-        return self._shot
-
-    @property
-    def last_screenshot(self) -> Image.Image | None:
         return self._shot
 
     # ------------------------------------------------------------------ acting
@@ -448,7 +442,6 @@ class BrowserEnv:
         )
         self._shot = shot_after
         # The next step's baseline: the counter after the screenshot, the state as probed.
-        self._prev_probe = start
         self._probe = PageProbe(after.url, await self._count(), after.fingerprint, time.monotonic())
         details = {"noise": round(noise, 3), "raw_mutations": mutations, "window_s": round(window, 3)}
         return StepResult(effect, shot_after, after.url, error, events, False, details)
