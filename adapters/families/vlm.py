@@ -436,8 +436,8 @@ class VlmAdapter(RoundRequests):
         """``prompt`` with the page's accessibility tree as text after the last user message's
         own text (coordinates in this family's frame). A text-only observation ("a11y",
         "compressed-a11y") also takes the screenshot out of that message: the model reads the
-        tree alone, as a text-only model would. The modal phase sees one step at a time here
-        (no temporal signal across steps)."""
+        tree alone, as a text-only model would. The modal phase's temporal signal comes with the
+        tree: the browser marks the elements that appeared since its previous snapshot."""
         from regionfocus.a11y import observation_text
 
         text, _ = observation_text(
