@@ -67,12 +67,7 @@ class RoundRequests:
         given = given_size(image)
         v = self._own_vars(query, given, v)
         starred = [o.number for o in options if o.on_image]
-        stars_note = ""
-        if starred:
-            stars_note = (
-                "Candidates drawn as numbered pink stars on the screenshot act where their star's centre "
-                "is; a star's number is its candidate's number.\n"
-            )
+        stars_note = render("rf_stars_note.txt") if starred else ""
         if any(o.action.points and not o.on_image for o in options):
             stars_note += v["frame_note"] + "\n"
         v.update(
@@ -106,10 +101,8 @@ class RoundRequests:
         resized, ms, v = await self._prepare(image)
         given = given_size(image)
         v = self._own_vars(query, given, v)
-        focal_note = ""
-        if focal is not None:
-            focal_note = f"The target is probably near {self.fmt_point(*self.to_model(focal, given))}.\n"
-        v["focal_note"] = focal_note
+        near = self.fmt_point(*self.to_model(focal, given)) if focal is not None else None
+        v["focal_note"] = render("rf_near.txt", point=near) if near else ""
         text = render("rf_region.txt", **v).rstrip("\n")
         answer, _, usage = await self.ask(Prompt(self.own_messages(resized, text)))
         return ModelReply(answer, box=self.parse_box(answer, *given), usage=usage)

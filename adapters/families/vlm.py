@@ -24,7 +24,7 @@ from PIL import Image
 from regionfocus.actions import Action, ActionType
 from regionfocus.adapters.backends.base import ChatBackend, Message
 from regionfocus.adapters.families.answers import find_coordinates
-from regionfocus.adapters.families.prompting import GIVEN_SIZE_KEY, Prompt, given_size
+from regionfocus.adapters.families.prompting import GIVEN_SIZE_KEY, Prompt, given_size, render
 from regionfocus.adapters.families.resize import Resized, ResizeSpec, resize_for_model
 from regionfocus.adapters.families.round_requests import RoundRequests
 from regionfocus.adapters.families.star_patch import starred_patch
@@ -141,10 +141,8 @@ class VlmAdapter(RoundRequests):
 
     def frame_note(self, model_size: tuple[int, int]) -> str:
         if self.frame == "relative":
-            return (
-                "Coordinates are relative: 0 to 1000 on each axis, (0,0) top-left, (1000,1000) bottom-right."
-            )
-        return f"Coordinates are pixels of this image, which is {model_size[0]}x{model_size[1]}."
+            return render("frame_relative.txt")
+        return render("frame_pixels.txt", width=model_size[0], height=model_size[1])
 
     def fmt_point(self, x: float, y: float) -> str:
         """A model-frame point as the family writes it."""
@@ -233,21 +231,17 @@ class VlmAdapter(RoundRequests):
         lines = self.history_lines(query, given)
         if not lines:
             return ""
-        body = "\n".join(f"Step {i}: {line}" for i, line in enumerate(lines, start=1))
-        return f"\nPrevious steps of this task:\n{body}\n"
+        return render(
+            "rf_history.txt", steps="\n".join(f"Step {i}: {line}" for i, line in enumerate(lines, 1))
+        )
 
     def _avoid_block(self, avoid: Sequence[Point], on_image: bool, given: tuple[int, int]) -> str:
         if not avoid:
             return ""
         if on_image:
-            return (
-                "Numbered pink stars on the screenshot mark points that were already tried here and were "
-                "wrong. Choose a different point, away from the stars.\n"
-            )
-        pts = ", ".join(self.fmt_point(*self.to_model(p, given)) for p in avoid)
-        return (
-            f"These points were already tried here and were wrong: {pts}. Choose a different point, "
-            "away from them.\n"
+            return render("rf_avoid_stars.txt")
+        return render(
+            "rf_avoid_listed.txt", points=", ".join(self.fmt_point(*self.to_model(p, given)) for p in avoid)
         )
 
     def describe_option(self, option: Option, given: tuple[int, int]) -> str:
