@@ -268,19 +268,34 @@ def test_reground_one_1024_crop_shifted_inside():
 
 # ---------------------------------------------------------------- ZoomClick
 def test_zoomclick_prezoom_adopts_a_near_tile_point_then_shrinks_to_the_floor():
-    res = run(ZoomClick(), TargetModel(), near_miss(20, 20))
+    res = run(ZoomClick(depth=3), TargetModel(), near_miss(20, 20))
     kinds = [c.kind for c in res.calls]
     assert kinds[:4] == [f"tile[{i}]" for i in range(4)]
-    assert kinds[4:] == ["shrink[1]", "shrink[2]"]  # 960x768, then 768x768 (before clipping); no third
+    # 960x768 clipped to 960x684, then 768x684 centred and clipped again; a third cannot shrink
+    assert kinds[4:] == ["shrink[1]", "shrink[2]"]
     assert any("floor" in n for n in res.notes)
     pre = next(s for s in res.steps if s.get("stage") == "pre-zoom")
     assert [Box.from_list(t).to_list() for t in pre["tiles"]][1] == [960, 0, 1920, 540]
     assert exact(Point.from_list(next(s for s in res.steps if s.get("stage") == "pre-zoom-agree")["point"]))
     shrinks = crops(res)
-    # centred on the point, then clipped at the top edge (the issue's "clipped", not shifted)
-    assert [b.to_list() for b in shrinks] == [[920, 0, 1880, 684], [1016, 0, 1784, 684]]
+    # centred on the point, then clipped (the official runs' --center_mode clip, not shifted)
+    assert [b.to_list() for b in shrinks] == [[920, 0, 1880, 684], [1016, 0, 1784, 642]]
     assert all(inside(b) for b in shrinks)
     assert exact(res.point)
+
+
+def test_zoomclick_defaults_are_the_official_runs():
+    # Princeton-AI2-Lab/ZoomClick run_zoomclick_*.slurm: in_depth 3 = pre-zoom + 2 crops
+    z = ZoomClick()
+    assert (z.depth, z.shrink, z.min_side, z.agree_px) == (2, 0.5, 768.0, 50.0)
+    res = run(z, TargetModel(), near_miss(20, 20))
+    assert [c.kind for c in res.calls][4:] == ["shrink[1]", "shrink[2]"]
+    assert not any("floor" in n for n in res.notes)  # depth reached first
+    # a tile that answers nothing stands for its centre: (480, 270) is 30 px from this baseline
+    muted = run(ZoomClick(depth=0), TargetModel(mute_after=0), click(500, 292))
+    assert muted.point == Point(480, 270)
+    # the official threshold is strict: a tile exactly 50 px away does not win
+    assert run(ZoomClick(depth=0), TargetModel(mute_after=0), click(530, 270)).point == Point(530, 270)
 
 
 def test_zoomclick_keeps_the_full_image_point_when_no_tile_agrees_and_clips_crops():

@@ -1,13 +1,24 @@
 """ZoomClick: a pre-zoom over 2x2 tiles that can correct the full-image point, then
 depth-limited shrinking around the point.
 
-Source: the issue text (no public code found with the search tools under "ZoomClick"):
-pre-zoom grounds the full image (the baseline) and each of the 2x2 tiles; a tile's point
-replaces the full-image point when it lies within ``agree_px`` (50) of it (the nearest such
-tile wins). Then each step crops ``shrink`` (0.5x) of the previous crop's width and height,
-never below ``min_side`` (768) px nor above the image, centred on the point and clipped to the
-image; a step that could not shrink further ends the loop, as does ``depth`` steps (chosen: 3).
+Code: Princeton-AI2-Lab/ZoomClick @ 6a0c3633, grounding/eval_sspro_zoomclick.py
+(``PrezoomIterativeNarrowingRunner``, ``prezoom_first_iteration_distance``) with the settings of
+its published runs (scripts/run_zoomclick_*.slurm: ``--in_depth 3 --in_ratio 0.5
+--in_min_crop 768 --patch_size 2 --center_mode clip --prezoom_px_thresh 50``). Pre-zoom grounds
+the full image (the baseline) and each 2x2 tile; a tile that answers nothing counts as its
+centre; the nearest tile point replaces the full-image point when it is closer than
+``agree_px`` (50) px (strictly); with no full-image point the first tile's point is the start.
+Then each step sizes the next crop from the current one: ``shrink`` (0.5x) of its width and
+height, at least ``min_side`` (768) px, at most the current crop; centred on the point and
+clipped to the current crop ("clip" mode). A step that could not shrink either side ends the
+loop; ``depth`` (2) crops at most: the official ``in_depth`` 3 counts the pre-zoom iteration.
 The final point is the last prediction.
+
+Deviations from the official code (Princeton-AI2-Lab/ZoomClick @ 6a0c3633): the prompt is the
+model adapter's own grounding prompt (the official backends are Qwen3-VL, with its tool-call
+prompt, and UI-Venus, with its own); crops go to the model at their own pixels and its processor
+resizes them (as there); distances are measured in screenshot pixels, as there. A later step
+that answers nothing keeps the last point (as there). None else known.
 """
 
 from __future__ import annotations
@@ -16,7 +27,7 @@ import asyncio
 from dataclasses import dataclass
 
 from ..geometry import Box, Point
-from .base import Attempt, BaseStrategy, clip_box, first_point, ground_view
+from .base import Attempt, BaseStrategy, first_point, full_box, ground_view
 
 
 def tiles_2x2(size: tuple[int, int]) -> list[Box]:
@@ -24,14 +35,24 @@ def tiles_2x2(size: tuple[int, int]) -> list[Box]:
     return [Box(x0, y0, x0 + w / 2, y0 + h / 2) for y0 in (0.0, h / 2) for x0 in (0.0, w / 2)]
 
 
+def clip_into(box: Box, bounds: Box) -> Box:
+    """``box`` intersected with ``bounds`` (the official "clip" centre mode)."""
+    return Box(
+        max(box.left, bounds.left),
+        max(box.top, bounds.top),
+        min(box.right, bounds.right),
+        min(box.bottom, bounds.bottom),
+    )
+
+
 @dataclass
 class ZoomClick(BaseStrategy):
     name = "zoomclick"
-    paper = "issue text (ZoomClick: 2x2 pre-zoom, 0.5x shrinking, 768 px floor); no public code found"
-    call_budget = "4 tiles + up to depth (3) crops"
+    paper = "Princeton-AI2-Lab/ZoomClick @ 6a0c3633 (2x2 pre-zoom, 0.5x shrinking, 768 px floor, clip)"
+    call_budget = "4 tiles + up to depth (2) crops"
     requires = "depth >= 0, 0 < shrink < 1, min_side > 0, agree_px >= 0"
 
-    depth: int = 3
+    depth: int = 2  # official in_depth 3 = the pre-zoom iteration + 2 crops
     shrink: float = 0.5
     min_side: float = 768.0
     agree_px: float = 50.0
@@ -48,31 +69,31 @@ class ZoomClick(BaseStrategy):
                 for i, t in enumerate(tiles)
             )
         )
-        tile_points = [p for p, _ in found]
-        ledger.step(stage="pre-zoom", full=full, tiles=tiles, points=tile_points)
+        answered = [p for p, _ in found]
+        ledger.step(stage="pre-zoom", full=full, tiles=tiles, points=answered)
+        # as the official code: a tile that answered nothing stands for its centre
+        tile_points = [p if p is not None else t.center for p, t in zip(answered, tiles, strict=True)]
         point = full
         if full is not None:
-            near = [p for p in tile_points if p is not None and p.distance(full) <= self.agree_px]
-            if near:
-                point = min(near, key=lambda p: p.distance(full))
+            nearest = min(tile_points, key=lambda p: p.distance(full))
+            if nearest.distance(full) < self.agree_px:
+                point = nearest
                 ledger.step(stage="pre-zoom-agree", point=point)
         else:
-            point = next((p for p in tile_points if p is not None), None)
-            if point is not None:
-                ledger.note("no full-image point: the first tile point is the start")
-        ledger.result.candidates = [p for p in [full, *tile_points] if p is not None]
+            point = tile_points[0]
+            ledger.note("no full-image point: the first tile's point is the start")
+        ledger.result.candidates = [p for p in [full, *answered] if p is not None]
 
-        cw, ch = float(size[0]), float(size[1])
+        crop = full_box(size)
         for d in range(1, self.depth + 1):
-            if point is None:
-                break
-            nw = min(float(size[0]), max(self.min_side, cw * self.shrink))
-            nh = min(float(size[1]), max(self.min_side, ch * self.shrink))
-            if (nw, nh) == (cw, ch):
+            nw = min(crop.width, max(self.min_side, crop.width * self.shrink))
+            nh = min(crop.height, max(self.min_side, crop.height * self.shrink))
+            if (nw, nh) == (crop.width, crop.height):
                 ledger.note(f"step {d}: the crop is at its {self.min_side:g} px floor; stopped")
                 break
-            cw, ch = nw, nh
-            crop = clip_box(Box(point.x - cw / 2, point.y - ch / 2, point.x + cw / 2, point.y + ch / 2), size)
+            crop = clip_into(
+                Box(point.x - nw / 2, point.y - nh / 2, point.x + nw / 2, point.y + nh / 2), crop
+            )
             new, _ = await ground_view(
                 ledger, model, source, screenshot, crop, instruction, self.zoom, f"shrink[{d}]"
             )
