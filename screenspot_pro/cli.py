@@ -33,6 +33,7 @@ example (a model behind an OpenAI-compatible server, e.g. `vllm serve`):
 other commands:
   regionfocus screenspot-pro report RUN_DIR            rebuild results and reports from a run folder
   regionfocus screenspot-pro compare RUN_A RUN_B       two runs side by side
+  regionfocus screenspot-pro merge OUT SHARD_DIR...    one run folder from the --shard I/N runs
   regionfocus screenspot-pro build-sample OUT_DIR      render a small ScreenSpot-Pro-format set
 """
 
@@ -57,12 +58,13 @@ data layout (--data DIR), told apart by its annotation files; the run folder pin
   UI-Vision        annotations/element_grounding/element_grounding_{basic,functional,spatial}.json, images/
 """
 
-SUBCOMMANDS = ("report", "compare", "build-sample")
+SUBCOMMANDS = ("report", "compare", "merge", "build-sample")
 
 
 def run_parser() -> argparse.ArgumentParser:
     from regionfocus.adapters.cli_args import add_agent_arguments
     from regionfocus.kit.flags import add_regionfocus_arguments
+    from regionfocus.kit.shards import add_shard_argument
 
     p = Parser(
         prog=PROG,
@@ -141,6 +143,7 @@ def run_parser() -> argparse.ArgumentParser:
         default="bmp",
         help="files of --local-media-dir: bmp (uncompressed, default) or png (lossless, ~4x smaller)",
     )
+    add_shard_argument(r)
     add_agent_arguments(p)
     add_regionfocus_arguments(p)
     return p
@@ -151,6 +154,7 @@ def _identity(args: argparse.Namespace, data_dir: Path, fmt: str) -> dict[str, A
     benchmark is pinned unless ScreenSpot-Pro, so folders made before the others still resume."""
     return {
         **({"format": fmt} if fmt != "screenspot-pro" else {}),
+        **({"shard": str(args.shard)} if args.shard else {}),
         "data": str(data_dir.resolve()),
         "agent": args.agent,
         "model": args.model,
@@ -231,6 +235,11 @@ def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
     samples = fmt.load(data_dir, selection, max_image_pixels=max_pixels)
     if not samples:
         raise ValueError(f"no samples in {data_dir} match the filters (task/group/app/ui-type)")
+    from regionfocus.kit.shards import select
+
+    n_all, samples = len(samples), select(samples, args.shard)
+    if not samples:
+        raise ValueError(f"shard {args.shard} holds none of the {n_all} selected samples; use fewer shards")
     out = Path(args.out or f"runs/{fmt.name}-{args.agent}")
     owned = model is None  # a model the caller passed in is the caller's to close
     if model is None:
@@ -317,6 +326,28 @@ def cmd_compare(argv: list[str]) -> int:
     return 0
 
 
+def cmd_merge(argv: list[str]) -> int:
+    from regionfocus.kit.shards import merge_shards
+
+    from .report import table_for_run, write_reports
+
+    p = Parser(
+        prog=f"{PROG} merge",
+        description="One run folder from the folders of a --shard I/N run (all N of them): the same "
+        "records, results, summary.md and report.html as one unsharded run. Refuses shards run with "
+        "other settings (naming the key), overlapping or missing ones.",
+    )
+    p.add_argument("out", metavar="OUT")
+    p.add_argument("shards", nargs="+", metavar="SHARD_DIR")
+    args = p.parse_args(argv)
+    merged = merge_shards(args.out, args.shards)
+    n_selected = sum(c.get("invocation", {}).get("n_selected") or 0 for c in merged.configs)
+    write_reports(args.out, n_selected=n_selected or None)
+    print(table_for_run(args.out))
+    print(f"\n{len(merged.records)} records from {len(args.shards)} shards -> {args.out}")
+    return 0
+
+
 def cmd_build_sample(argv: list[str]) -> int:
     p = Parser(
         prog=f"{PROG} build-sample",
@@ -348,6 +379,8 @@ def main(argv: list[str] | None = None, *, model: GroundingModel | None = None) 
             return cmd_report(argv[1:])
         if argv and argv[0] == "compare":
             return cmd_compare(argv[1:])
+        if argv and argv[0] == "merge":
+            return cmd_merge(argv[1:])
         if argv and argv[0] == "build-sample":
             return cmd_build_sample(argv[1:])
         return cmd_run(argv, model)
