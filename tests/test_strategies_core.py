@@ -210,9 +210,16 @@ def test_model_misses_small_targets_on_the_full_screen_and_hits_them_in_a_crop()
 
 
 # ---------------------------------------------------------------- Iterative Narrowing
+def test_narrowing_default_is_the_official_k3_two_crops_after_the_full_screenshot():
+    # ant-8/GUI-Grounding-via-Iterative-Shrinking eval_row: k = 3 predictions, the first full
+    res = run(IterativeNarrowing(), TargetModel(), near_miss())
+    assert [c.kind for c in res.calls] == ["narrow[1]", "narrow[2]"]
+    assert [(round(b.width), round(b.height)) for b in crops(res)] == [(960, 540), (480, 270)]
+
+
 def test_narrowing_halves_the_view_three_times_and_maps_back_within_a_pixel():
     m = TargetModel()
-    res = run(IterativeNarrowing(), m, near_miss())
+    res = run(IterativeNarrowing(rounds=3), m, near_miss())
     assert [c.kind for c in res.calls] == ["narrow[1]", "narrow[2]", "narrow[3]"]
     boxes = crops(res)
     assert [(round(b.width), round(b.height)) for b in boxes] == [(960, 540), (480, 270), (240, 135)]
@@ -233,7 +240,7 @@ def test_narrowing_halves_the_view_three_times_and_maps_back_within_a_pixel():
 
 def test_narrowing_stops_when_a_crop_has_no_answer_and_keeps_the_last_point():
     m = TargetModel(mute_after=1)
-    res = run(IterativeNarrowing(), m, near_miss())
+    res = run(IterativeNarrowing(rounds=3), m, near_miss())
     assert [c.kind for c in res.calls] == ["narrow[1]", "narrow[2]"]
     assert exact(res.point) and any("no point" in n for n in res.notes)
 

@@ -2,11 +2,19 @@
 the last point, a fixed number of rounds.
 
 Paper: A. Nguyen, "Improved GUI Grounding via Iterative Narrowing", arXiv:2411.13591 (2024).
-Code: ant-8/GUI-Grounding-via-Iterative-Shrinking, region_traverser.py (commit 8810f444):
-``consume_coordinate`` takes the next region as (W/2, H/2) of the current region centred on the
-point (portrait screens: W/1.2, H/2), shifted back inside the *current* region, and crops the
-original image (no resize: the model's processor sees the crop as any image). The number of
-rounds is 3 in the issue; ``ratio``/``portrait_ratio``/``rounds``/``zoom`` are parameters.
+Code: ant-8/GUI-Grounding-via-Iterative-Shrinking @ 14c05afb, region_traverser.py and the
+eval-*.ipynb notebooks: ``consume_coordinate`` takes the next region as (W/2, H/2) of the current
+region centred on the point (portrait screens: W/1.2, H/2), shifted back inside the *current*
+region, and crops the original image; ``eval_row`` runs ``k = 3`` predictions, the first on the
+full screenshot (here the baseline), so ``rounds`` (2) crops follow it.
+
+Deviations from the official code (ant-8/GUI-Grounding-via-Iterative-Shrinking @ 14c05afb):
+every view there (the full screenshot and each crop) is resized to a 999 x 999 square before it
+is sent, whatever its aspect; here a crop goes at its own pixels and the model's processor
+resizes it (``zoom``). The prompts there are per model (Qwen2-VL: "In the attached UI
+screenshot, calculate the exact position ..." with an assistant prefill; OS-Atlas, InternVL,
+ShowUI their own); here the model adapter's grounding prompt. A crop that answers nothing ends
+the loop with the last point (there the notebook would raise). Greedy decoding in both.
 """
 
 from __future__ import annotations
@@ -21,10 +29,10 @@ from .base import Attempt, BaseStrategy, box_inside, first_point, refine_in_crop
 class IterativeNarrowing(BaseStrategy):
     name = "iterative-narrowing"
     paper = "Nguyen 2024, Improved GUI Grounding via Iterative Narrowing (arXiv:2411.13591)"
-    call_budget = "rounds (3) crops"
+    call_budget = "rounds (2) crops"
     requires = "rounds >= 1, 0 < ratio <= 1, 0 < portrait_ratio <= 1"
 
-    rounds: int = 3
+    rounds: int = 2  # official k = 3 predictions, the first on the full screenshot
     ratio: tuple[float, float] = (0.5, 0.5)
     portrait_ratio: tuple[float, float] = (1 / 1.2, 0.5)
     zoom: str = "native"
