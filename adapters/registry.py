@@ -34,12 +34,28 @@ _REGISTRY: dict[str, Factory] = {
         "uitars-1.5": "regionfocus.adapters.families.uitars:UiTars15Adapter",
         "qwen2.5-vl": "regionfocus.adapters.families.qwen:Qwen25Adapter",
         "qwen3-vl": "regionfocus.adapters.families.qwen:Qwen3Adapter",
+        "gui-owl-1.5": "regionfocus.adapters.families.grounders:GuiOwl15Adapter",
+        "mai-ui": "regionfocus.adapters.families.grounders:MaiUiAdapter",
+        "ui-venus-1.5": "regionfocus.adapters.families.grounders:UiVenus15Adapter",
+        "holo2": "regionfocus.adapters.families.grounders:Holo2Adapter",
+        "gta1": "regionfocus.adapters.families.grounders:Gta1Adapter",
         "ocr": "regionfocus.adapters.agents.ocr:OcrAgent",
         "a11y": "regionfocus.adapters.agents.a11y_agent:A11yAgent",
         "screen-text": "regionfocus.adapters.agents.react_model:ReactModel",
     }.items()
 }
-VLM_FAMILIES = ("uitars-1.0", "uitars-1.5", "qwen2.5-vl", "qwen3-vl")
+# The grounders (families/grounders.py) after the four families with agent prompts of their own.
+VLM_FAMILIES = (
+    "uitars-1.0",
+    "uitars-1.5",
+    "qwen2.5-vl",
+    "qwen3-vl",
+    "gui-owl-1.5",
+    "mai-ui",
+    "ui-venus-1.5",
+    "holo2",
+    "gta1",
+)
 
 
 def known_adapters() -> list[str]:

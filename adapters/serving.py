@@ -32,6 +32,11 @@ DEFAULT_MODELS = {
     "uitars-1.5": "ByteDance-Seed/UI-TARS-1.5-7B",
     "qwen2.5-vl": "Qwen/Qwen2.5-VL-7B-Instruct",
     "qwen3-vl": "Qwen/Qwen3-VL-8B-Instruct",
+    "gui-owl-1.5": "mPLUG/GUI-Owl-1.5-8B-Instruct",
+    "mai-ui": "Tongyi-MAI/MAI-UI-8B",
+    "ui-venus-1.5": "inclusionAI/UI-Venus-1.5-8B",
+    "holo2": "Hcompany/Holo2-8B",
+    "gta1": "Salesforce/GTA1-7B",
 }
 COMMON_FLAGS = [
     "--limit-mm-per-prompt",
