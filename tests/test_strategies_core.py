@@ -37,6 +37,7 @@ from regionfocus.strategies import (
     get_strategy,
 )
 from regionfocus.strategies.chain_of_ground import MARK_RGB
+from regionfocus.strategies.dimo import centre_distance
 from regionfocus.strategies.cli import strategies_command
 from regionfocus.strategies.gui_rc import region_vote
 from regionfocus.strategies.mega_gui import trim_away
@@ -320,19 +321,49 @@ def test_dimo_branches_stop_when_the_point_settles_and_agreeing_branches_need_no
     res = run(DiMoGUI(), m, None)
     kinds = [c.kind for c in res.calls]
     for b in ("text", "icon"):
-        # step 0 is a near miss, near the centre of crop 1, which finds the target at its centre;
-        # crop 2 is centred on it again: two centred answers in a row end the branch
-        assert [k for k in kinds if k.startswith(b)] == [f"{b}[0]", f"{b}[1]", f"{b}[2]"]
-        assert [s["centred"] for s in res.steps if s.get("branch") == b and s["step"] > 0] == [1, 2]
+        # step 0 is a near miss; crop 1 finds the target 0.098 (official relative distance) off its
+        # centre, over the 0.05 threshold; crops 2 and 3 are centred on it: two centred in a row
+        # end the branch
+        assert [k for k in kinds if k.startswith(b)] == [f"{b}[0]", f"{b}[1]", f"{b}[2]", f"{b}[3]"]
+        assert [s["centred"] for s in res.steps if s.get("branch") == b and s["step"] > 0] == [0, 1, 2]
     assert "choose" not in kinds
     for b in crops(res):
         assert inside(b)
     assert exact(res.point)
 
 
+def test_dimo_sends_the_official_prompts_and_stops_on_the_official_distance():
+    # vivo/DiMo-GUI osatlas7b.py: the branch prompts, max_iter 5 (4 crops), threshold 0.05
+    m = TargetModel()
+    d = DiMoGUI()
+    assert (d.max_steps, d.settle, d.threshold) == (4, 2, 0.05)
+    res = run(d, m, None)
+    sent = {s.instruction for s in m.seen}
+    assert (
+        'In this UI screenshot, please find the TEXT element corresponding to the command "'
+        + INSTR
+        + '" (with bbox). Only focus on text content, ignore icons.'
+    ) in sent
+    assert (
+        'In this UI screenshot, please find the ICON element corresponding to the command "'
+        + INSTR
+        + '" (with bbox). Only focus on graphical icons, ignore pure text.'
+    ) in sent
+    assert len(sent) == 2  # every view of a branch is asked with its prompt
+    assert exact(res.point)
+    # the distance: 0 at the view's centre, 1 at a corner
+    view = Box(0, 0, 200, 100)
+    assert centre_distance(Point(100, 50), view) == 0 and centre_distance(Point(200, 100), view) == 1
+    # a centred full-screenshot point counts: one centred crop after it ends the branch
+    res2 = run(
+        DiMoGUI(), TargetModel(sight=None), None, image=screen(targets=((Box(954, 534, 966, 546), GREEN),))
+    )
+    assert [c.kind for c in res2.calls if c.kind.startswith("text")] == ["text[0]", "text[1]"]
+
+
 def test_dimo_asks_the_model_to_pick_when_branches_disagree():
     img = screen(targets=((TARGET, GREEN), (DECOY, ORANGE)))
-    m = TargetModel(alt={"icon": ORANGE})
+    m = TargetModel(alt={"ICON element": ORANGE})  # the official icon prompt's words
     res = run(DiMoGUI(max_steps=1), m, None, image=img)
     assert [c.kind for c in res.calls][-1] == "choose"
     choose = next(s for s in m.seen if s.kind == "choose")
