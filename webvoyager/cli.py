@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 from regionfocus.adapters.redact import redact_url
 from regionfocus.kit.flags import add_regionfocus_arguments, config_from_args
+from regionfocus.kit.shards import add_shard_argument
 
 EXAMPLES = """examples:
   # offline, CPU only: the OCR agent on the curated MiniWoB++ tasks, then without RegionFocus
@@ -64,7 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="regionfocus webvoyager",
         description="Run a GUI agent (optionally wrapped by RegionFocus) in headless Chromium on "
         "WebVoyager tasks or offline MiniWoB++ pages. Subcommands: `judge RUN_DIR` (auto-evaluation "
-        "with a VLM) and `report RUN_DIR` (rebuild summary and report.html).",
+        "with a VLM), `report RUN_DIR` (rebuild summary and report.html) and `merge OUT SHARD_DIR...` "
+        "(one run folder from the folders of a --shard I/N run).",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -179,6 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="on resume, run again the tasks recorded with an error (kept and counted otherwise)",
     )
     g.add_argument("-v", "--verbose", action="store_true", help="log each task's problems")
+    add_shard_argument(g)
     add_agent_arguments(p)
     add_reasoning_arguments(p)
     add_regionfocus_arguments(p)
@@ -254,6 +257,11 @@ def run_main(argv: list[str]) -> int:
         if args.concurrency < 1:
             raise ValueError(f"--concurrency must be >= 1, got {args.concurrency}")
         tasks, kind = load_task_list(args)
+        from regionfocus.kit.shards import select
+
+        n_all, tasks = len(tasks), select(tasks, args.shard)
+        if not tasks:
+            raise ValueError(f"shard {args.shard} holds none of the {n_all} tasks; use fewer shards")
         suite = kind == st.SUITE_NAME  # the paper's setting, beside its defaults below
         max_steps = args.max_steps or (10 if kind == "miniwob" else 100)
         model_steps = args.max_model_steps or (st.load_suite().settings["max_steps"] if suite else None)
@@ -300,7 +308,7 @@ def run_main(argv: list[str]) -> int:
         "regionfocus": rf_config.to_dict(),
         "tasks": args.tasks,
         "answers": args.answers,
-        "n_tasks": len(tasks),
+        "n_tasks": n_all,  # of the whole list: the same in every shard
         "episodes_per_task": args.episodes_per_task,
         "viewport": list(viewport),
         "device_scale_factor": 1,
@@ -328,6 +336,8 @@ def run_main(argv: list[str]) -> int:
         config["coat_parts"] = coat.spec()
     if args.strategy != "regionfocus":
         config["strategy"] = args.strategy
+    if args.shard:
+        config["shard"] = str(args.shard)
     run_dir = RunDir(args.out, retry_errors=args.retry_errors)
     try:
         run_dir.open(config)
@@ -474,6 +484,45 @@ def report_main(argv: list[str]) -> int:
     return 0
 
 
+def merge_main(argv: list[str]) -> int:
+    import shutil
+
+    from regionfocus.kit.shards import merge_shards
+
+    p = argparse.ArgumentParser(
+        prog="regionfocus webvoyager merge",
+        description="One run folder from the folders of a --shard I/N run (all N): the records, the "
+        "per-task folders (screenshots, interact_messages.json), results.json, summary and report.html "
+        "of one unsharded run. Refuses shards run with other settings (naming the key), overlapping or "
+        "missing ones. Judge the merged folder (`judge OUT`).",
+    )
+    p.add_argument("out", metavar="OUT")
+    p.add_argument("shards", nargs="+", metavar="SHARD_DIR")
+    args = p.parse_args(argv)
+    from .report import write_report
+    from .rundir import read_results, write_json
+
+    try:
+        merged = merge_shards(args.out, args.shards)
+    except ValueError as e:
+        print(f"regionfocus webvoyager merge: {e}", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    for shard in args.shards:
+        for rec in read_results(shard):
+            src = Path(shard) / str(rec.get("folder") or "")
+            if rec.get("folder") and src.is_dir():
+                shutil.copytree(src, out / rec["folder"], dirs_exist_ok=True)
+    write_json(out / "results.json", read_results(out))
+    from .screen_text_suite import suite_report
+
+    suite_report(out)
+    print(
+        f"{len(merged.records)} records from {len(args.shards)} shards -> {out}\nreport:  {write_report(out)}"
+    )
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """browse live pages in Chromium (WebVoyager tasks, MiniWoB++ offline)"""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -481,6 +530,8 @@ def main(argv: list[str] | None = None) -> int:
         return judge_main(argv[1:])
     if argv and argv[0] == "report":
         return report_main(argv[1:])
+    if argv and argv[0] == "merge":
+        return merge_main(argv[1:])
     return run_main(argv)
 
 
