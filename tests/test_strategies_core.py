@@ -37,8 +37,8 @@ from regionfocus.strategies import (
     get_strategy,
 )
 from regionfocus.strategies.chain_of_ground import MARK_RGB
-from regionfocus.strategies.dimo import centre_distance
 from regionfocus.strategies.cli import strategies_command
+from regionfocus.strategies.dimo import centre_distance
 from regionfocus.strategies.gui_rc import region_vote
 from regionfocus.strategies.mega_gui import trim_away
 from regionfocus.strategies.protocol import Samples, image_tokens
