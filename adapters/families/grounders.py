@@ -38,6 +38,17 @@ def parse_xy_json(text: str) -> Action | None:
     return parse_qwen(text)
 
 
+_REFUSAL = re.compile(r"\s*\[\s*-1\s*,\s*-1\s*\]\s*")
+
+
+def parse_venus(text: str) -> Action | None:
+    """UI-Venus' ``[-1,-1]`` ("infeasible") as a refusal, as its evaluation reads it; else the
+    Qwen readers."""
+    if _REFUSAL.fullmatch(bounded(text)):
+        return Action(ActionType.FINISHED, text="infeasible")
+    return parse_qwen(text)
+
+
 class GrounderAdapter(QwenAdapter):
     """One grounding request as the family's evaluation sends it. Subclasses are data."""
 
@@ -113,6 +124,7 @@ class UiVenus15Adapter(GrounderAdapter):
     default_resize = ResizeSpec(32, 65536, 16384 * 28 * 28)
     user_file = "official/ui_venus15_screenspot_prompt.txt"
     drop_final_period = True
+    reader = staticmethod(parse_venus)
 
 
 class Holo2Adapter(GrounderAdapter):
