@@ -23,6 +23,7 @@ from typing import Any
 from PIL import Image
 
 from regionfocus.actions import Action
+from regionfocus.adapters.backends.openai_http import SESSION
 from regionfocus.agent import RegionFocusAgent, StaticPrediction
 from regionfocus.config import RegionFocusConfig
 from regionfocus.kit.allocator import keep_freed_buffers
@@ -278,6 +279,7 @@ async def run_samples(
     bar = _Progress(len(samples), [r for i, r in folder.done.items() if i in wanted], progress)
 
     async def worker(sample: Sample) -> None:
+        SESSION.set(sample.id)  # this task's context: its requests route together
         async with sem:
             rec = await run_one(agent, sample, strategies, decode_slots)
         # No await between finishing and appending: cancellation cannot split them. A record

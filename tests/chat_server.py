@@ -36,7 +36,7 @@ from typing import Any
 
 from PIL import Image
 
-__all__ = ["ChatServer", "Reply", "ServerStats", "request_images", "request_text"]
+__all__ = ["ChatServer", "Reply", "Router", "ServerStats", "request_images", "request_text"]
 
 
 @dataclass
@@ -115,6 +115,7 @@ class ServerStats:
     bodies: list[dict[str, Any]] = field(default_factory=list)
     statuses: list[int] = field(default_factory=list)
     auth_headers: list[str | None] = field(default_factory=list)
+    sessions: list[str | None] = field(default_factory=list)  # X-Session-ID of each chat request
     disconnects: int = 0
 
 
@@ -354,6 +355,7 @@ class _Handler(BaseHTTPRequestHandler):
             if srv.keep_bodies:
                 st.bodies.append(body)
             st.auth_headers.append(self.headers.get("Authorization"))
+            st.sessions.append(self.headers.get("X-Session-ID"))
         try:
             if srv._slots is not None:
                 srv._slots.acquire()
@@ -392,3 +394,61 @@ class _Handler(BaseHTTPRequestHandler):
             with srv._lock:
                 st.disconnects += 1  # the client gave up (its timeout): expected for hangs
             self.close_connection = True
+
+
+class Router:
+    """vllm-router (the Rust binary of the ``vllm-router`` wheel) in front of ``worker_urls``,
+    in a child process: ``with Router([srv.url, ...]) as r: ... r.base_url``. ``policy``:
+    consistent_hash routes each X-Session-ID (one sample's requests) to one replica. Raises
+    :class:`RuntimeError` saying why when the binary is absent or does not answer in time."""
+
+    def __init__(self, worker_urls: list[str], policy: str = "consistent_hash", timeout: float = 30.0):
+        self.worker_urls = [u.removesuffix("/v1") for u in worker_urls]
+        self.policy = policy
+        self.timeout = timeout
+        self.base_url = ""
+
+    def __enter__(self) -> Router:
+        import os
+        import shutil
+        import socket
+        import subprocess
+        import sys
+        import urllib.request
+        from pathlib import Path
+
+        exe = shutil.which("vllm-router", path=str(Path(sys.executable).parent)) or shutil.which(
+            "vllm-router"
+        )
+        if exe is None:
+            raise RuntimeError("vllm-router is not installed (pip install vllm-router, in the dev extra)")
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        cmd = [exe, "--host", "127.0.0.1", "--port", str(port), "--policy", self.policy,
+               "--worker-urls", *self.worker_urls, "--log-level", "error"]  # fmt: skip
+        # RUST_LOG: its per-request routing lines would otherwise cost CPU the client needs.
+        env = {**os.environ, "RUST_LOG": "error"}
+        self._proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + self.timeout
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                raise RuntimeError(f"vllm-router exited at start (code {self._proc.returncode}): {cmd}")
+            try:
+                with urllib.request.urlopen(f"{url}/v1/models", timeout=2) as r:
+                    if r.status == 200:
+                        self.base_url = f"{url}/v1"
+                        return self
+            except OSError:
+                time.sleep(0.1)
+        self.__exit__()
+        raise RuntimeError(f"vllm-router did not answer within {self.timeout} s: {cmd}")
+
+    def __exit__(self, *exc: object) -> None:
+        self._proc.terminate()
+        try:
+            self._proc.wait(timeout=10)
+        except Exception:  # noqa: BLE001 - a router that ignores SIGTERM is killed
+            self._proc.kill()
+            self._proc.wait()

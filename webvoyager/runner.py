@@ -20,6 +20,7 @@ from pathlib import Path
 
 from PIL import Image
 
+from regionfocus.adapters.backends.openai_http import SESSION
 from regionfocus.agent import RegionFocusAgent
 from regionfocus.loop import Limits, Step, model_calls, run_episode
 
@@ -220,6 +221,7 @@ async def run_tasks(
 
     async def one(task: WebTask) -> None:
         nonlocal done_ok
+        SESSION.set(task.id)  # this task's context: its requests route together
         async with sem:
             folder = run_dir.reset_task(task.folder)
             env = None

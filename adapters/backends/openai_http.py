@@ -21,6 +21,7 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
+from contextvars import ContextVar
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
@@ -46,6 +47,12 @@ from regionfocus.adapters.redact import (
 from regionfocus.model import Usage
 
 log = logging.getLogger(__name__)
+
+# The sample or task the running requests belong to (set per sample by the harnesses): sent as
+# the routing key of vllm-router's consistent_hash policy (X-Session-ID) and sglang-router's
+# manual policy (X-SMG-Routing-Key), so one sample's requests meet their screenshot again in one
+# replica's prefix and encoder caches. Servers and other routers ignore both headers.
+SESSION: ContextVar[str | None] = ContextVar("regionfocus_session", default=None)
 
 # Parameters the chat-completions endpoint takes by name; any other sampling option (top_k,
 # repetition_penalty, min_p, ... which vLLM and SGLang accept) travels in the request body.
@@ -292,7 +299,10 @@ class OpenAIBackend:
         from openai.types.chat import ChatCompletion
 
         semaphore = self._bind_loop()
-        options = {"timeout": self.timeout, "headers": {"Content-Type": "application/json"}}
+        headers = {"Content-Type": "application/json"}
+        if (session := SESSION.get()) is not None:
+            headers |= {"X-Session-ID": session, "X-SMG-Routing-Key": session}
+        options = {"timeout": self.timeout, "headers": headers}
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self.max_retries + 1),  # read per call: callers may change it
             retry=retry_if_exception(lambda e: isinstance(e, BackendError) and e.retryable),
