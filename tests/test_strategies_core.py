@@ -36,7 +36,7 @@ from regionfocus.strategies import (
     ZoomClick,
     get_strategy,
 )
-from regionfocus.strategies.chain_of_ground import MARK_RGB
+from regionfocus.strategies.chain_of_ground import CIRCLE_RGB, MARK_ALPHA, MARK_RGB, SQUARE_RGB
 from regionfocus.strategies.cli import strategies_command
 from regionfocus.strategies.dimo import centre_distance
 from regionfocus.strategies.gui_rc import region_vote
@@ -83,6 +83,22 @@ class Seen:
     image: Image.Image
 
 
+def blend(c, m, a):
+    return tuple(round((1 - a) * x + a * y) for x, y in zip(c, m, strict=True))
+
+
+def seen_through(colour):
+    """The colour under a translucent mark: Chain-of-Ground's red disc, its blue box on top of
+    the disc or alone, ScreenSeekeR's red square."""
+    disc = blend(colour, CIRCLE_RGB, MARK_ALPHA)
+    return (
+        disc,
+        blend(disc, SQUARE_RGB, MARK_ALPHA),
+        blend(colour, SQUARE_RGB, MARK_ALPHA),
+        blend(colour, MARK_RGB, 0.25),
+    )
+
+
 @dataclass
 class TargetModel:
     """A GroundingModel that reads only the image and instruction it is sent.
@@ -116,9 +132,8 @@ class TargetModel:
     def locate(self, image: Image.Image, instruction: str) -> Point | None:
         colour = next((c for k, c in self.alt.items() if k in instruction), colour_of(instruction))
         arr = np.asarray(image.convert("RGB"), dtype=np.int16)
-        through = tuple(round(0.75 * c + 0.25 * m) for c, m in zip(colour, MARK_RGB, strict=True))
         mask = np.zeros(arr.shape[:2], bool)
-        for c in (colour, through):
+        for c in (colour, *seen_through(colour)):
             mask |= np.abs(arr - np.array(c, dtype=np.int16)).max(axis=2) <= 6
         ys, xs = np.nonzero(mask)
         if len(xs) == 0:
@@ -383,10 +398,18 @@ def test_chain_of_ground_marks_the_full_screenshot_and_uses_each_steps_model():
         H / 28
     )
     circled = np.asarray(a.seen[0].image, dtype=int)
-    r = 0.06 * W
+    # the official disc: radius 100 px of the grounder's 960 px sight = 200 screenshot px, red at
+    # alpha 60/255, no outline
+    r = 100 * W / 960
     p = near_miss().point
-    edge = circled[int(p.y), int(p.x + r) - 1]  # on the opaque outline
-    assert abs(edge - np.array(MARK_RGB)).max() < 30
+    inner, outer = circled[int(p.y), int(p.x + r) - 3], circled[int(p.y), int(p.x + r) + 3]
+    assert tuple(inner) == blend((235, 236, 238), CIRCLE_RGB, MARK_ALPHA) and tuple(outer) == (235, 236, 238)
+    # layer 3: the disc again on the first point, and the blue box (side 200 px) on layer 2's point
+    boxed = np.asarray(b.seen[0].image, dtype=int)
+    assert tuple(boxed[int(p.y), int(p.x + r) - 3]) == tuple(inner)
+    q = Point.from_list(res.steps[0]["point"])
+    corner = boxed[int(q.y + 100) - 2, int(q.x + 100) - 2]
+    assert tuple(corner) == blend(tuple(inner), SQUARE_RGB, MARK_ALPHA)
     assert a.seen[0].size == (W, H) and b.seen[0].size == (W, H)  # no crop
     assert exact(res.point)
 
