@@ -2,15 +2,22 @@
 on a pixel grid, and answer the centre of the largest region with the most votes.
 
 Paper: "Test-Time Reinforcement Learning for GUI Grounding via Region Consistency" (ZJU-REAL,
-2025), GUI-RC being its training-free part; repository ZJU-REAL/GUI-RCPO (README). Its GUI-RC
-evaluation script (found with the search tools by content; its repository path was not in the
-index) samples ``SAMPLE_NUM = 64`` answers at
-``TEMPERATURE = 0.7``, top_p 0.95, expands a point to a ``POINT_EXPAND_SIZE = 50`` px box, adds
-1 per box on an H x W grid, takes the mask of the maximum vote, labels its connected components
-(scipy.ndimage.label, 4-connectivity) and answers the centre of the largest one's bounding box).
-Here the same with OpenCV's 4-connected labelling; n, temperature and the box size are
-parameters. With a deterministic model every vote lands on the same box: the answer is the
-point itself (noted in the result).
+2025), GUI-RC being its training-free part. Code: ZJU-REAL/GUI-RCPO @ cd3bd513,
+GUI-RC/evaluation.py: ``SAMPLE_NUM = 64`` answers at ``TEMPERATURE = 0.7``, top_p 0.95 (vLLM, one
+request with n=64); an answer with four numbers is a box, with two a point expanded to a
+``POINT_EXPAND_SIZE = 50`` px box, anything else votes nowhere; each box (truncated to whole
+pixels, clipped to the image) adds 1 on an H x W grid; the mask of the maximum vote is labelled
+(scipy.ndimage.label, 4-connectivity) and the answer is the centre of the bounding box of the
+largest component (the first in scan order on a tie). Here the same, with OpenCV's 4-connected
+labelling (same scan order); ``n``, ``temperature`` and ``box_side`` are its defaults. With a
+deterministic model every vote lands on the same box: the answer is the point itself (noted).
+
+Deviations from the official code (ZJU-REAL/GUI-RCPO @ cd3bd513): the official prompt is
+Qwen2.5-VL's ``QUESTION_TEMPLATE`` ("You are a GUI analysis expert. ... outline the UI element
+... exactly one bounding box in the format [x1, y1, x2, y2]"), asking for a box; here the model
+adapter's sampling prompt, whose answer is a point (or a box where the adapter reads one).
+top_p 0.95 is not sent (the sampling interface carries the temperature only); the backend's
+default top_p applies.
 """
 
 from __future__ import annotations
@@ -54,7 +61,7 @@ def region_vote(boxes: list[Box], size: tuple[int, int]) -> tuple[Point | None, 
 @dataclass
 class GuiRC(BaseStrategy):
     name = "gui-rc"
-    paper = "GUI-RC: Test-Time RL for GUI Grounding via Region Consistency (ZJU-REAL 2025)"
+    paper = "GUI-RC: Test-Time RL for GUI Grounding via Region Consistency; ZJU-REAL/GUI-RCPO @ cd3bd513"
     call_budget = "1 request with n (64) samples"
     needs_sampling = True
     requires = "n >= 1, temperature > 0, box_side > 0"
