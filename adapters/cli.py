@@ -67,6 +67,19 @@ def build_parser() -> argparse.ArgumentParser:
         f"(default {default_local_media_dir()}; the client's default too) and bind it to 127.0.0.1 "
         "(--allowed-local-media-path; run the client with --local-media-dir DIR)",
     )
+    sp.add_argument(
+        "--data-parallel-size",
+        type=int,
+        metavar="N",
+        help="N replicas on this node's N GPUs behind one port (vLLM balances them)",
+    )
+    sp.add_argument(
+        "--nodes",
+        nargs="+",
+        metavar="URL",
+        help="servers on several nodes (e.g. http://node1:8000): also print the vllm-router line "
+        "that fronts them (clients then use the router's one --base-url)",
+    )
     return p
 
 
@@ -142,7 +155,15 @@ async def show_prompt(
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "serve-command":
-        print(serve_command(args.model, args.model_path, args.local_media_path))
+        print(
+            serve_command(
+                args.model,
+                args.model_path,
+                args.local_media_path,
+                data_parallel=args.data_parallel_size,
+                nodes=args.nodes,
+            )
+        )
         return 0
     if args.command == "show-prompt":
         import asyncio

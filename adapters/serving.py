@@ -49,7 +49,12 @@ COMMON_FLAGS = [
 
 
 def serve_command(
-    adapter_name: str, model_path: str | None = None, local_media_path: str | None = None
+    adapter_name: str,
+    model_path: str | None = None,
+    local_media_path: str | None = None,
+    *,
+    data_parallel: int | None = None,
+    nodes: list[str] | None = None,
 ) -> str:
     """A shell line that starts vLLM's OpenAI-compatible server for ``adapter_name``.
 
@@ -62,7 +67,12 @@ def serve_command(
     encoding and no base64 on either side. vLLM refuses file URLs outside that folder; the
     client then falls back to data URLs. The server is then bound to 127.0.0.1: one that reads
     local files must not take requests from the network, which could ask it for any file of
-    that folder."""
+    that folder.
+
+    ``data_parallel``: replicas of the model on this node's GPUs behind one port (vLLM's own
+    ``--data-parallel-size``, balanced by vLLM). ``nodes``: the URLs of several such servers;
+    adds the vllm-router line that fronts them, ``consistent_hash`` on the X-Session-ID the
+    client sends (one sample's requests meet their screenshot in one replica's caches)."""
     key = adapter_name.strip().lower()
     if key not in VLM_FAMILIES:
         raise ValueError(
@@ -72,4 +82,16 @@ def serve_command(
     local = (
         ["--host", "127.0.0.1", "--allowed-local-media-path", local_media_path] if local_media_path else []
     )
-    return shlex.join(["vllm", "serve", model, *COMMON_FLAGS, *local])
+    if local_media_path and nodes:
+        raise ValueError(
+            "--local-media-path serves a client on the same machine; a router fronts other nodes"
+        )
+    dp = ["--data-parallel-size", str(data_parallel)] if data_parallel and data_parallel > 1 else []
+    line = shlex.join(["vllm", "serve", model, *COMMON_FLAGS, *dp, *local])
+    if not nodes:
+        return line
+    router = ["vllm-router", "--host", "0.0.0.0", "--port", "30000", "--policy", "consistent_hash"]
+    return (
+        f"# on each node ({', '.join(nodes)}):\n{line}\n# on the router's host (pip install vllm-router); "
+        f"clients use --base-url http://ROUTER:30000/v1\n{shlex.join([*router, '--worker-urls', *nodes])}"
+    )

@@ -9,19 +9,38 @@ reaches the same replica, which the client's X-Session-ID (the sample id) asks t
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import pytest
 
+from regionfocus.adapters.serving import serve_command
 from regionfocus.screenspot_pro.cli import main
 
 from .chat_server import ChatServer, Router
 from .test_screenspot_helpers import expected_outcomes, fresh_dataset
 from .test_screenspot_http import QwenLike
 
-pytestmark = pytest.mark.slow
+
+def test_serve_command_multi_gpu_forms():
+    one = shlex.split(serve_command("qwen2.5-vl", data_parallel=4))
+    assert one[:3] == ["vllm", "serve", "Qwen/Qwen2.5-VL-7B-Instruct"] and one[-2:] == [
+        "--data-parallel-size",
+        "4",
+    ]
+    assert "--data-parallel-size" not in serve_command("qwen2.5-vl", data_parallel=1)
+    lines = serve_command(
+        "qwen2.5-vl", data_parallel=8, nodes=["http://n1:8000", "http://n2:8000"]
+    ).splitlines()
+    assert shlex.split(lines[1]) == shlex.split(serve_command("qwen2.5-vl", data_parallel=8))
+    router = shlex.split(lines[3])
+    assert router[0] == "vllm-router" and router[router.index("--policy") + 1] == "consistent_hash"
+    assert router[router.index("--worker-urls") + 1 :] == ["http://n1:8000", "http://n2:8000"]
+    with pytest.raises(ValueError, match="router"):
+        serve_command("qwen2.5-vl", local_media_path="/dev/shm/x", nodes=["http://n1:8000"])
 
 
+@pytest.mark.slow
 def test_run_through_vllm_router_keeps_each_sample_on_one_replica(tmp_path: Path, capsys):
     data = fresh_dataset(tmp_path / "data")
     out = tmp_path / "run"
