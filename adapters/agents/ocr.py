@@ -19,7 +19,6 @@ import math
 import os
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -27,7 +26,7 @@ import numpy as np
 from PIL import Image
 
 from regionfocus.actions import Action, ActionType
-from regionfocus.adapters.agents.ocr_seen import Seen, grow_box, unread_ink_peak
+from regionfocus.adapters.agents.ocr_seen import Seen, SeenCache, grow_box, unread_ink_peak
 from regionfocus.adapters.perception.ocr_text import (
     Match,
     ParsedInstruction,
@@ -84,6 +83,7 @@ class _EnginePool:
     rather than spin. Concurrent reads (the views of a round, samples in flight) then keep every
     core busy without waiting on each other; rapidocr's default (one engine, all cores,
     spinning) spent 1.2-1.8x the CPU per read on a shared 2-core machine for the same lines.
+    ``calls`` and ``cpu_s`` (the reading threads' CPU) count what the pool has read so far.
     """
 
     _pools: dict[tuple[int, int], _EnginePool] = {}
@@ -94,6 +94,7 @@ class _EnginePool:
         self._free: list = []
         self._built = 0
         self._cond = threading.Condition()
+        self.calls, self.cpu_s = 0, 0.0
 
     @classmethod
     def get(cls, threads: int, size: int) -> _EnginePool:
@@ -106,11 +107,14 @@ class _EnginePool:
     def read(self, rgb: np.ndarray) -> list[TextLine]:
         """OCR lines of an RGB uint8 array, boxes XYXY in its pixels, sorted top then left."""
         engine = self._checkout()
+        t0 = time.thread_time()  # one onnxruntime thread per engine: the calling thread's CPU
         try:
             out = engine(rgb)
         finally:
             with self._cond:
                 self._free.append(engine)
+                self.calls += 1
+                self.cpu_s += time.thread_time() - t0
                 self._cond.notify()
         if out is None or getattr(out, "boxes", None) is None or getattr(out, "txts", None) is None:
             return []
@@ -195,7 +199,8 @@ class OcrAgent:
     score this to be acted on), ``judge_threshold`` (a starred point must match this well to be
     accepted; stricter than acting, as a model checking its own answer should be),
     ``partial_threshold`` (weaker matches still count as focal evidence), ``min_conf`` (OCR
-    lines below this confidence count as unreadable), ``cache_size`` (images remembered),
+    lines below this confidence count as unreadable), ``cache_size`` (reads remembered: a
+    screenshot and the views cut from it, shared by every target on that screenshot),
     ``threads`` (onnxruntime threads per OCR call; default 1), ``engines`` (OCR calls that run
     at once, process-wide; default: usable cores / threads).
     """
@@ -210,7 +215,7 @@ class OcrAgent:
         judge_threshold: float = 0.8,
         partial_threshold: float = 0.6,
         min_conf: float = 0.3,
-        cache_size: int = 16,
+        cache_size: int = 32,
         threads: int | None = None,
         engines: int | None = None,
     ):
@@ -234,9 +239,7 @@ class OcrAgent:
                 raise ValueError(f"ocr {label} must be at least 1, got {n!r}")
         self.threads = int(threads or 1)
         self.engines = int(engines or max(1, usable_cores() // self.threads))
-        self._cache: OrderedDict[str, Seen] = OrderedDict()
-        self._cache_size = max(1, int(cache_size))
-        self._cache_lock = threading.Lock()
+        self.cache = SeenCache(cache_size)
 
     # ------------------------------------------------------------------ seeing
     def input_size(self, size: tuple[int, int]) -> tuple[int, int]:
@@ -255,26 +258,18 @@ class OcrAgent:
         return np.asarray(rgb, dtype=np.uint8)
 
     def _see(self, image: Image.Image, array: np.ndarray | None = None, through_stars: bool = False) -> Seen:
-        """OCR of ``image`` through the budget, cached by the budget image's bytes."""
+        """OCR of ``image`` through the budget, read once per budget image (its bytes and the
+        given size are the key) while the cache keeps it."""
         if array is None:
             array = self._budget_array(image)
         key = hashlib.blake2b(array.tobytes(), digest_size=16).hexdigest() + f"/{image.size}"
-        with self._cache_lock:
-            if key in self._cache:
-                self._cache.move_to_end(key)
-                return self._cache[key]
-        t0 = time.perf_counter()
-        lines = _EnginePool.get(self.threads, self.engines).read(array)
-        seen = Seen(image.size, array, lines, through_stars, ocr_s=time.perf_counter() - t0)
-        self._remember(key, seen)
-        return seen
 
-    def _remember(self, key: str, seen: Seen) -> None:
-        with self._cache_lock:
-            self._cache[key] = seen
-            self._cache.move_to_end(key)
-            while len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
+        def read() -> Seen:
+            t0 = time.perf_counter()
+            lines = _EnginePool.get(self.threads, self.engines).read(array)
+            return Seen(image.size, array, lines, through_stars, ocr_s=time.perf_counter() - t0)
+
+        return self.cache.get(key, read)
 
     def _see_starred(self, image: Image.Image, points: Sequence[Point]) -> Seen:
         """What the agent reads of a screen annotated with stars at ``points``.
@@ -298,10 +293,7 @@ class OcrAgent:
         # A star and its number tag fit within ~4 star radii of its point (see stars.py).
         reach = 4.0 * star_radius(size) / min(sx, sy) + 3.0
         pts = np.array([[p.x / sx, p.y / sy] for p in points])
-        with self._cache_lock:
-            cands = [
-                s for s in reversed(self._cache.values()) if s.size == size and s.array.shape == array.shape
-            ]
+        cands = [s for s in self.cache.recent() if s.size == size and s.array.shape == array.shape]
         cands.sort(key=lambda s: s.through_stars)  # stable: clean reads first, most recent first
         for seen in cands:
             # Every 8th pixel first: a different screen is rejected without the full diff.

@@ -4,6 +4,9 @@ where that image has ink no line accounts for: the agent's guess at an icon."""
 from __future__ import annotations
 
 import math
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,6 +51,53 @@ class Seen:
 
     def to_budget(self, p: Point) -> Point:
         return Point(p.x / self.sx, p.y / self.sy)
+
+
+class SeenCache:
+    """Reads by image content: at most ``size`` of them kept (least recently used out first),
+    each made once. A read under way when another thread asks for the same key is waited for,
+    not repeated: the samples of one screenshot that are in flight together ask for the same
+    screen, and often the same views, at the same moment. ``reads``/``hits`` count both ways."""
+
+    def __init__(self, size: int):
+        self.size = max(1, int(size))
+        self._done: OrderedDict[str, Seen] = OrderedDict()
+        self._pending: dict[str, threading.Event] = {}
+        self._lock = threading.Lock()
+        self.reads = self.hits = 0
+
+    def get(self, key: str, read: Callable[[], Seen]) -> Seen:
+        while True:
+            with self._lock:
+                if key in self._done:
+                    self._done.move_to_end(key)
+                    self.hits += 1
+                    return self._done[key]
+                pending = self._pending.get(key)
+                if pending is None:
+                    pending = self._pending[key] = threading.Event()
+                    self.reads += 1
+                    break
+            pending.wait()  # then look again; a read that failed is tried by the next caller
+        try:
+            seen = read()
+            with self._lock:
+                self._done[key] = seen
+                while len(self._done) > self.size:
+                    self._done.popitem(last=False)
+            return seen
+        finally:
+            with self._lock:
+                del self._pending[key]
+            pending.set()
+
+    def recent(self) -> list[Seen]:
+        """Every kept read, most recently used first."""
+        with self._lock:
+            return list(reversed(self._done.values()))
+
+    def __len__(self) -> int:
+        return len(self._done)
 
 
 def grow_box(b: Box, pad: float) -> Box:
