@@ -9,6 +9,7 @@ import asyncio
 import hashlib
 import math
 import re
+import statistics
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -50,6 +51,7 @@ from regionfocus.strategies.screenseeker import (
     parse_check,
     parse_plan,
 )
+from regionfocus.strategies.ui_zoomer import vote_winner
 
 W, H = 1920, 1080
 GREEN = (30, 160, 90)
@@ -416,11 +418,26 @@ def test_chain_of_ground_marks_the_full_screenshot_and_uses_each_steps_model():
 
 # ---------------------------------------------------------------- UI-Zoomer
 def test_ui_zoomer_accepts_the_majority_when_samples_agree():
-    m = SamplingTargetModel(offsets=[(0, 0), (2, 1), (-1, 2), (300, 300)])
+    # seven agree, one is off: consensus 0.68, confidence 0.9: (0.68 + 0.9) > 1.5, the official gate
+    offsets = [(0, 0), (2, 1), (-1, 2), (1, -1), (0, 1), (-2, 0), (1, 1), (300, 300)]
+    m = SamplingTargetModel(offsets=offsets)
     res = run(UIZoomer(n=8), m, None)
     assert [c.kind for c in res.calls] == ["sample[n=8]"] and res.calls[0].n == 8
     step = res.steps[0]
     assert step["gate"] == "accept" and exact(res.point, 3)
+    # the same samples with one more outlier fall under the official 1.5 and zoom
+    m2 = SamplingTargetModel(offsets=[(0, 0), (2, 1), (-1, 2), (300, 300)])
+    assert run(UIZoomer(n=8), m2, None).steps[0]["gate"] == "zoom"
+
+
+def test_ui_zoomer_defaults_are_the_official_run():
+    # ZJU-REAL/UI-Zoomer run_uizoomer_sspro.sh: 8 samples, gate 1.5, sigma 2.5; T 0.9 in the code
+    z = UIZoomer()
+    assert (z.n, z.temperature, z.k_sigma, z.min_side, z.zoom) == (8, 0.9, 2.5, 512.0, "fill")
+    assert z.iou_weight * 2 == 1 and z.threshold * 2 == 1.5  # the official sum > 1.5
+    # the vote: boxes overlapping at IoU > 0.5 vote for each other; a tie goes to the most confident
+    a, b = Box(0, 0, 10, 10), Box(100, 100, 110, 110)
+    assert vote_winner([a, b], [0.2, 0.9]) == 1 and vote_winner([a, a, b], [0.1, 0.1, 0.9]) == 0
 
 
 def test_ui_zoomer_zooms_a_square_sized_from_the_spread_when_uncertain():
@@ -430,8 +447,11 @@ def test_ui_zoomer_zooms_a_square_sized_from_the_spread_when_uncertain():
     step = res.steps[0]
     assert step["gate"] == "zoom"
     crop = Box.from_list(step["crop"])
-    sigma = math.sqrt(200**2 + 50**2 / 12)  # x: spread 200 px plus a 50 px box's extent
-    assert crop.width == pytest.approx(max(512, 4 * sigma), abs=0.01)
+    # the official density filter keeps the 3 nearest the median (all tie: the first 3); x centres
+    # -200, 200, -200 around the target: Var 35555.6 plus a 50 px box's (50/4)^2
+    sigma = math.sqrt(statistics.pvariance([-200, 200, -200]) + (50 / 4) ** 2)
+    assert step["sigma"][0] == pytest.approx(sigma)
+    assert crop.width == pytest.approx(max(512, 2 * 2.5 * sigma), abs=0.01)
     assert crop.height == pytest.approx(crop.width, abs=0.01)
     assert inside(crop) and exact(res.point)
 

@@ -137,7 +137,7 @@ def test_ui_zoomer_samples_in_one_request_with_n_and_logprobs(server):
     model = adapter(server)
     res = asyncio.run(UIZoomer(n=5).run(model, screenshot(), INSTR, None))
     (body,) = server.stats.bodies
-    assert body["n"] == 5 and body["logprobs"] is True and body["temperature"] == 0.7
+    assert body["n"] == 5 and body["logprobs"] is True and body["temperature"] == 0.9
     (call,) = res.calls
     assert call.kind == "sample[n=5]" and call.n == 5 and call.prompt_tokens > call.image_tokens
     step = res.steps[0]

@@ -1,25 +1,39 @@
 """UI-Zoomer: sample n answers with token log-probabilities; when they agree (spatial
-consensus plus token confidence above a threshold) answer the majority, else crop a square
+consensus plus token confidence above a threshold) answer the vote winner, else crop a square
 sized from the spread of the samples and predict once more.
 
 Paper: F. Tang, B. Chen et al., "UI-Zoomer: Uncertainty-Driven Adaptive Zoom-In for GUI
-Grounding", arXiv:2604.14113 (2026): a confidence-aware gate fuses spatial consensus among
-stochastic candidates with token-level generation confidence; the crop radius comes from the
-law of total variance (inter-sample spread of the centres plus intra-sample box extent). No
-public code found with the search tools; chosen and parameters: consensus = mean pairwise IoU
-of the sample boxes (a point becomes a ``box_side`` px square), confidence = mean over samples of
-exp(mean token log-prob), gate score = ``iou_weight`` * consensus + (1 - ``iou_weight``) *
-confidence (consensus alone when the backend gives no log-probabilities, noted), threshold
-``threshold``; the majority is the largest cluster of points within ``box_side``/2 of its first
-member, answered by the member nearest the cluster mean; the crop is a square of side
-2 * ``k_sigma`` * sigma around the mean, sigma^2 = the larger per-axis total variance
-(Var of centres + mean box extent^2/12), at least ``min_side`` px, shifted inside the image.
-A deterministic model gives one sample: consensus 1, the answer stands (noted).
+Grounding", arXiv:2604.14113 (2026). Code: ZJU-REAL/UI-Zoomer @ 2c112506, UI-Zoomer/uizoomer.py
+(``process_single_image``, ``get_density_gaussian_crop_box``) with the settings of
+scripts/UI-Zoomer_on_ScreenSpotPro/run_uizoomer_sspro.sh (``--num_samples 8
+--gating_threshold 1.5 --sigma_scale 2.5``). ``n`` (8) samples at temperature 0.9 (fixed in
+the code); a sample's confidence is exp(mean token log-prob); consensus = mean pairwise IoU of
+the sample boxes (a point becomes a ``box_side`` px square). The official gate is
+consensus + mean confidence > 1.5, here ``iou_weight`` (0.5) * consensus + (1 - ``iou_weight``)
+* confidence > ``threshold`` (0.75), the same test (consensus alone when the backend gives no
+log-probabilities, noted). Passed: each sample gets a vote from every other whose box overlaps
+its box at IoU > 0.5; the most voted wins, ties (and no votes at all) going to the most
+confident; the answer is its box's centre. Else the crop: keep the 75 % of samples nearest
+the median centre (at least one), sigma^2 per axis = Var of their centres + mean (extent/4)^2,
+a square of side max over the axes of 2 * ``k_sigma`` (2.5) * sigma, at least ``min_side``
+(512) px, centred on their mean centre and shifted inside the image; one greedy answer there;
+if it names nothing, the most confident sample's point. The crop is upsampled there (at least
+1M pixels), so here ``zoom`` "fill".
+
+Deviations from the official code (ZJU-REAL/UI-Zoomer @ 2c112506): the official prompt is
+UI-Venus's "Outline the position corresponding to the instruction: {}. The output should be
+only [x1,y1,x2,y2]." (boxes from every sample); here the model adapter's sampling prompt, and a
+point-only answer votes as a ``box_side`` square. The screenshot there is resized to 2M-4.8M
+pixels and the crop to 1M-4M (multiples of 28) before sending; here the adapter's processor
+sizes the screenshot and "fill" upsamples the crop toward it. With no sample naming a box the
+official answer is the image centre; here no point. The argparse default sigma_scale is 3.5;
+the published run uses 2.5, taken here.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass
 from itertools import combinations
 
@@ -33,49 +47,54 @@ def mean_pairwise_iou(boxes: list[Box]) -> float:
     return 1.0 if not pairs else sum(a.iou(b) for a, b in pairs) / len(pairs)
 
 
-def majority(points: list[Point], radius: float) -> tuple[Point, int]:
-    """The point answering the largest cluster (greedy, in order), and the cluster size."""
-    clusters: list[list[Point]] = []
-    for p in points:
-        for c in clusters:
-            if p.distance(c[0]) <= radius:
-                c.append(p)
-                break
-        else:
-            clusters.append([p])
-    best = max(clusters, key=len)  # first of equals: earlier samples win ties
-    mx, my = sum(p.x for p in best) / len(best), sum(p.y for p in best) / len(best)
-    return min(best, key=lambda p: p.distance(Point(mx, my))), len(best)
+def vote_winner(boxes: list[Box], confs: list[float | None]) -> int:
+    """The official gate-passed choice: votes from every other box overlapping at IoU > 0.5,
+    the most voted (ties and no votes: the most confident, then the first)."""
+    votes = [sum(1 for j, o in enumerate(boxes) if j != i and b.iou(o) > 0.5) for i, b in enumerate(boxes)]
+    top = max(votes)
+    tied = [i for i, v in enumerate(votes) if v == top]
+    return max(tied, key=lambda i: (confs[i] or 0.0, -i))
 
 
-def spread_sigma(boxes: list[Box]) -> tuple[Point, float]:
-    """(mean centre, sigma) with sigma^2 the larger per-axis total variance: the variance of
-    the box centres plus the mean within-box variance of a uniform box (extent^2 / 12)."""
-    n = len(boxes)
+def spread_square(
+    boxes: list[Box], k_sigma: float, min_side: float
+) -> tuple[Point, float, tuple[float, float]]:
+    """(centre, side, per-axis sigma) of the official density-filtered Gaussian crop: the 75 %
+    of boxes whose centres are nearest the median centre; sigma^2 = Var of those centres plus
+    the mean of (extent / 4)^2; side = max(2 k sigma_x, 2 k sigma_y, min_side)."""
     cx = [b.center.x for b in boxes]
     cy = [b.center.y for b in boxes]
-    mx, my = sum(cx) / n, sum(cy) / n
-    var_x = sum((x - mx) ** 2 for x in cx) / n + sum(b.width**2 for b in boxes) / (12 * n)
-    var_y = sum((y - my) ** 2 for y in cy) / n + sum(b.height**2 for b in boxes) / (12 * n)
-    return Point(mx, my), math.sqrt(max(var_x, var_y))
+    med = Point(statistics.median(cx), statistics.median(cy))
+    keep_k = max(1, int(len(boxes) * 0.75))
+    kept = sorted(range(len(boxes)), key=lambda i: (Point(cx[i], cy[i]).distance(med), i))[:keep_k]
+    sig = []
+    for centres, extents in (
+        ([cx[i] for i in kept], [boxes[i].width for i in kept]),
+        ([cy[i] for i in kept], [boxes[i].height for i in kept]),
+    ):
+        var = statistics.pvariance(centres) + sum((e / 4) ** 2 for e in extents) / len(extents)
+        sig.append(math.sqrt(var))
+    centre = Point(sum(cx[i] for i in kept) / keep_k, sum(cy[i] for i in kept) / keep_k)
+    side = max(2 * k_sigma * sig[0], 2 * k_sigma * sig[1], min_side)
+    return centre, side, (sig[0], sig[1])
 
 
 @dataclass
 class UIZoomer(BaseStrategy):
     name = "ui-zoomer"
-    paper = "Tang, Chen et al. 2026, UI-Zoomer (arXiv:2604.14113)"
+    paper = "Tang, Chen et al. 2026, UI-Zoomer (arXiv:2604.14113); ZJU-REAL/UI-Zoomer @ 2c112506"
     call_budget = "1 request with n (8) samples + 1 crop when uncertain"
     needs_sampling = True
     requires = "n >= 1, temperature > 0, 0 <= iou_weight <= 1, box_side > 0, k_sigma > 0, min_side > 0"
 
     n: int = 8
-    temperature: float = 0.7
-    threshold: float = 0.5
+    temperature: float = 0.9  # fixed in the official process_single_image
+    threshold: float = 0.75  # official: consensus + confidence > 1.5
     iou_weight: float = 0.5
     box_side: float = 50.0
-    k_sigma: float = 2.0
+    k_sigma: float = 2.5  # the published run's --sigma_scale
     min_side: float = 512.0
-    zoom: str = "native"
+    zoom: str = "fill"  # the official crop is upsampled to at least 1M pixels
 
     async def search(self, attempt: Attempt) -> Point | None:
         ledger, model, source, screenshot, instruction = attempt
@@ -98,17 +117,19 @@ class UIZoomer(BaseStrategy):
                 )
         else:
             score = self.iou_weight * consensus + (1 - self.iou_weight) * confidence
-        point, votes = majority(drawn.points, self.box_side / 2)
+        best = vote_winner(boxes, drawn.confidences)
+        point = boxes[best].center if drawn.boxes[best] is not None else drawn.points[best]
         ledger.result.candidates = [point]
         step = {"samples": drawn.points, "consensus": consensus, "confidence": confidence, "score": score}
-        if score >= self.threshold:
-            ledger.step(**step, gate="accept", majority=point, votes=votes)
+        if score > self.threshold:
+            ledger.step(**step, gate="accept", winner=point)
             return point
-        centre, sigma = spread_sigma(boxes)
-        side = max(self.min_side, 2 * self.k_sigma * sigma)
+        centre, side, sigma = spread_square(boxes, self.k_sigma, self.min_side)
         crop = box_inside(centre, side, side, full_box(size))
         new, _ = await ground_view(ledger, model, source, screenshot, crop, instruction, self.zoom, "zoom")
         ledger.step(**step, gate="zoom", sigma=sigma, crop=crop, point=new)
-        if new is None:
-            ledger.note("no point in the zoomed crop: the majority answer stands")
-        return new or point
+        if new is not None:
+            return new
+        ledger.note("no point in the zoomed crop: the most confident sample stands")
+        top = max(range(len(boxes)), key=lambda i: (drawn.confidences[i] or 0.0, -i))
+        return boxes[top].center if drawn.boxes[top] is not None else drawn.points[top]
