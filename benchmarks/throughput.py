@@ -52,6 +52,8 @@ class Level:
     peak_rss_mb: float
     server_max_active: list[int]
     server_cpu_s: float = 0.0  # the stand-in servers' CPU, on the same cores as the client
+    wall_s: float = 0.0  # from starting the client process(es) to all joined (imports included)
+    merge_s: float = 0.0  # with shards: merging their run folders into one
 
     @property
     def rate(self) -> float:
@@ -94,11 +96,15 @@ def write_samples(root: Path, n: int, n_screens: int, images: list[str], size: t
 def _level_child(conn, opts: dict[str, Any]) -> None:
     """Child process: run ``opts["samples"]`` samples at ``opts["in_flight"]``; send a Level."""
     from regionfocus import RegionFocusAgent
+    from regionfocus.kit.runlog import RunFolder
+    from regionfocus.kit.shards import Shard, select
     from regionfocus.screenspot_pro.runner import run_samples
 
     with tempfile.TemporaryDirectory(prefix="rf-bench-") as tmp:
         root = Path(tmp)
         samples = write_samples(root, opts["samples"], opts["screens"], opts["images"], opts["size"])
+        shard = Shard(*opts["shard"]) if opts.get("shard") else None
+        samples = select(samples, shard)
         adapter = make_adapter(
             opts["family"],
             opts["base_urls"],
@@ -117,14 +123,12 @@ def _level_child(conn, opts: dict[str, Any]) -> None:
                 samples[:1], agent, root / "warmup", concurrency=1, progress=False, tune_allocator=True
             )
             c0, t0 = time.process_time(), time.perf_counter()
-            recs = await run_samples(
-                samples,
-                agent,
-                root / "run",
-                concurrency=opts["in_flight"],
-                progress=False,
-                tune_allocator=True,
-            )
+            with RunFolder(
+                opts.get("run_dir") or root / "run", {"shard": str(shard)} if shard else {}, {}
+            ) as f:
+                recs = await run_samples(
+                    samples, agent, f, concurrency=opts["in_flight"], progress=False, tune_allocator=True
+                )
             seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
             await adapter.backend.aclose()
             return recs, seconds, cpu
@@ -157,15 +161,27 @@ def run_level(
     images: list[str] | None = None,
     size: tuple[int, int] = (3840, 2160),
     local: bool = False,
+    router: bool = False,
+    shards: int = 1,
 ) -> Level:
-    """One run of ``samples`` samples with ``in_flight`` in flight against ``servers`` servers."""
-    procs = [ServerProcess(family, latency, server_concurrency) for _ in range(servers)]
-    for s in procs:
-        s.__enter__()
-    try:
+    """One run of ``samples`` samples with ``in_flight`` in flight against ``servers`` servers:
+    given to the client as that many base URLs, or (``router``) behind one vllm-router. With
+    ``shards``, that many client processes run ``--shard i/N`` of the samples at once (each
+    ``in_flight / N`` in flight) and their run folders are merged; errors and CPU are summed."""
+    from contextlib import ExitStack
+
+    from regionfocus.kit.shards import merge_shards
+    from tests.chat_server import Router
+
+    with ExitStack() as stack:
+        procs = [
+            stack.enter_context(ServerProcess(family, latency, server_concurrency)) for _ in range(servers)
+        ]
+        keep = stack.enter_context(tempfile.TemporaryDirectory(prefix="rf-shards-"))
+        urls = [s.base_url for s in procs]
         opts = {
             "family": family,
-            "base_urls": [s.base_url for s in procs],
+            "base_urls": [stack.enter_context(Router(urls)).base_url] if router else urls,
             "format": fmt,
             "quality": quality,
             "max_pixels": max_pixels,
@@ -177,26 +193,38 @@ def run_level(
             "local": local,
         }
         ctx = mp.get_context("spawn")
-        parent, child = ctx.Pipe()
-        proc = ctx.Process(target=_level_child, args=(child, opts))
-        proc.start()
-        proc.join()
-        if not parent.poll(1):
-            raise RuntimeError(f"benchmark level failed (exit code {proc.exitcode}); see stderr")
-        res = parent.recv()
-    finally:
-        for s in procs:
-            s.__exit__(None, None, None)
+        dirs = [Path(keep) / f"shard{i}" for i in range(shards)]
+        t0 = time.perf_counter()
+        children = []
+        for i in range(shards):
+            parent, child = ctx.Pipe()
+            part = {"shard": (i, shards), "run_dir": dirs[i], "in_flight": max(1, in_flight // shards)}
+            proc = ctx.Process(target=_level_child, args=(child, {**opts, **(part if shards > 1 else {})}))
+            proc.start()
+            children.append((proc, parent))
+        results = []
+        for proc, parent in children:
+            proc.join()
+            if not parent.poll(1):
+                raise RuntimeError(f"benchmark level failed (exit code {proc.exitcode}); see stderr")
+            results.append(parent.recv())
+        wall = time.perf_counter() - t0
+        m0 = time.perf_counter()
+        if shards > 1:
+            merge_shards(Path(keep) / "merged", dirs)
+        merge_s = time.perf_counter() - m0
     return Level(
         in_flight=in_flight,
         servers=servers,
-        samples=res["samples"],
-        seconds=res["seconds"],
-        errors=res["errors"],
-        cpu_s=res["cpu_s"],
-        peak_rss_mb=res["peak_rss_mb"],
+        samples=sum(r["samples"] for r in results),
+        seconds=max(r["seconds"] for r in results),
+        errors=sum(r["errors"] for r in results),
+        cpu_s=sum(r["cpu_s"] for r in results),
+        peak_rss_mb=max(r["peak_rss_mb"] for r in results),
         server_max_active=[s.stats.get("max_active", 0) for s in procs],
         server_cpu_s=sum(s.stats.get("cpu_s", 0.0) for s in procs),
+        wall_s=wall,
+        merge_s=merge_s,
     )
 
 
