@@ -41,7 +41,7 @@ from regionfocus.strategies.chain_of_ground import CIRCLE_RGB, MARK_ALPHA, MARK_
 from regionfocus.strategies.cli import strategies_command
 from regionfocus.strategies.dimo import centre_distance
 from regionfocus.strategies.gui_rc import region_vote
-from regionfocus.strategies.mega_gui import trim_away
+from regionfocus.strategies.mega_gui import _agree, trim_away
 from regionfocus.strategies.protocol import Samples, image_tokens
 from regionfocus.strategies.screenseeker import (
     CHECK_PROMPT,
@@ -604,6 +604,30 @@ def test_mega_gui_widens_when_the_point_is_lost_and_stops_at_1000_px():
     last = crops(res2, "roi")[-1]
     assert max(last.width, last.height) <= 1000 and any("1000" in n for n in res2.notes)
     assert trim_away(Box(0, 0, 100, 50), Point(90, 25), 0.1) == Box(10, 0, 100, 50)
+
+
+def test_mega_gui_official_zoom_out_budget_then_correction_zoom_in():
+    # mega-gui notebook: max_zoom_out_count 5 (each side out by half a 10 % step), then each side
+    # in by half a step until the ROI's long side is <= 1000 px; the last valid point stands
+    m = MegaGuiZoom()
+    assert (m.trim, m.stop_side, m.agree_n, m.agree_px, m.zoom_outs, m.edge_frac) == (
+        0.1,
+        1000.0,
+        3,
+        50.0,
+        5,
+        0.0,
+    )
+    res = run(m, TargetModel(mute_after=0), near_miss())
+    moves = [s["move"] for s in res.steps]
+    assert moves[:6] == ["trim"] + ["widen"] * 5 and set(moves[6:]) == {"narrow"}
+    rois = crops(res, "roi")
+    assert rois[1].to_list() == pytest.approx([192 - 86.4, 0, W, H])  # out by 86.4 px a side, clipped
+    assert max(rois[-1].width, rois[-1].height) <= 1000 and res.point == near_miss().point
+    # convergence is measured against the newest point only (the notebook's get_search_converged)
+    assert _agree([Point(0, 0), Point(80, 0), Point(40, 0)], 50) and not _agree(
+        [Point(0, 0), Point(100, 0), Point(60, 0)], 50
+    )
 
 
 # ---------------------------------------------------------------- RegionFocus, compositions, cost
