@@ -3,248 +3,60 @@
 The star is about the released RegionFocus code's size on a 4K screenshot (it draws fixed
 8-20 px radius stars, whatever the image) and scales with the image's long side, with a floor
 so a star stays visible on a small page. Unlike the released code, each mark is built so that
-it does not hide what it marks:
+it does not hide what it marks and its number can be read and paired with it:
 
 * the star body is a translucent pink fill inside an opaque pink outline, so the element under
   the point stays visible (a judge must see what the star sits on);
 * the exact point is a small white dot in a small opaque pink disc (the "bullseye"), so the
   point is visible, and a colour search for ``STAR_FILL`` finds it;
-* the number sits on an opaque pink tag in DejaVu Sans Bold (about 21 px glyphs at 4K, where
-  the released code's default bitmap font is about 8 px), placed where it overlaps no other
-  tag and no star, inside the image; a tag pushed away from its star gets a thin leader line.
+* the number sits on an opaque pink tag with a thin white rim in DejaVu Sans Bold (about 21 px
+  glyphs at 4K, where the released code's default bitmap font is about 8 px), nearer its own
+  star than any other; crowded candidates are shown in a magnified inset. The layout rule is
+  :mod:`regionfocus.star_layout`'s.
 
-:func:`label_layout` is the placement as pure geometry; :func:`draw_stars` draws it.
+:func:`label_layout` and :func:`star_extent` are the layout as boxes; :func:`draw_stars` draws it.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
-from functools import lru_cache
 
-import numpy as np
-from PIL import Image, ImageDraw, ImageFont
+from PIL import Image, ImageDraw
 
 from .geometry import Box, Point
+from .star_layout import (
+    REFERENCE_LONG_SIDE,
+    Inset,
+    StarMap,
+    Style,
+    extents,
+    font,
+    label_px,
+    plan,
+    star_radius,
+)
+
+__all__ = [
+    "REFERENCE_LONG_SIDE",
+    "STAR_FILL",
+    "draw_boxes",
+    "draw_stars",
+    "label_layout",
+    "label_px",
+    "mark_for_model",
+    "star_extent",
+    "star_radius",
+]
 
 STAR_FILL = (255, 20, 147)  # deep pink: rare in GUIs, so a model can tell stars from content
 STAR_OUTLINE = (255, 255, 255)  # the centre dot
 LABEL_TEXT = (255, 255, 255)
+TAG_RIM = (255, 255, 255)
+INSET_EDGE = (128, 128, 128)  # an inset's part beyond the screenshot's edge
 BOX_COLORS = [(0, 170, 255), (255, 170, 0), (0, 200, 120), (170, 80, 255), (255, 60, 60)]
-
-REFERENCE_LONG_SIDE = 3840  # sizes below are given for a 3840x2160 screenshot
-RADIUS_4K = 20.0  # the released code: 20 px (UI-TARS judge), 15 (UI-TARS choice), 12 and 8 (Qwen)
-RADIUS_FLOOR = 10.0  # below a 1920 px long side the star stops shrinking
-FONT_4K = 28.0  # DejaVu Sans Bold at 28 px: digits 21 px tall
-FONT_FLOOR = 14.0  # digits 10 px tall: the size at 1920x1080, kept on smaller pages
 FILL_ALPHA = 0.3  # the star body: 30 % pink over the screenshot
 _DIGITS = "0123456789"
-
-
-def _base(size: tuple[int, int], at_4k: float, floor: float) -> float:
-    return max(floor, at_4k * max(size) / REFERENCE_LONG_SIDE)
-
-
-def star_radius(size: tuple[int, int], scale: float = 1.0) -> int:
-    """Outer radius in pixels: 20 px on a 3840-px-wide screenshot, proportional to the long
-    side, never below 10 px (before ``scale``); ``scale`` multiplies it."""
-    return max(2, round(_base(size, RADIUS_4K, RADIUS_FLOOR) * scale))
-
-
-def label_px(size: tuple[int, int], scale: float = 1.0) -> int:
-    """Font size of the number tags: 28 px at 4K (21 px digits), never below 14 px."""
-    return max(6, round(_base(size, FONT_4K, FONT_FLOOR) * scale))
-
-
-@lru_cache(maxsize=32)
-def _font(px: int) -> ImageFont.ImageFont | ImageFont.FreeTypeFont:
-    for name in ("DejaVuSans-Bold.ttf", "/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf"):
-        try:
-            return ImageFont.truetype(name, px)
-        except OSError:
-            continue
-    return ImageFont.load_default(size=px)  # Pillow >= 10.1 ships a scalable default
-
-
-@dataclass(frozen=True)
-class _Style:
-    """Every pixel size of one drawing, derived from the image size and ``scale``."""
-
-    r: int  # star outer radius
-    stroke: int  # star outline and leader width
-    core: int  # radius of the opaque pink disc at the point
-    dot: int  # radius of the white dot at the point
-    font_px: int
-    pad_x: int  # text to tag edge, left and right
-    pad_y: int  # text to tag edge, top and bottom
-    gap: int  # star to its own tag, on the nearest ring
-    margin: int  # least clearance between a tag and any other tag or star
-
-    @classmethod
-    def of(cls, size: tuple[int, int], scale: float, reference: tuple[int, int] | None = None) -> _Style:
-        """The style of a drawing on an image of ``size``. ``reference``: the size of the
-        screenshot the image stands for (a model-size copy of it): the star and tag are then
-        sized for the screenshot and shrunk by ``size / reference``, so they look to the model
-        exactly as a star drawn on the screenshot and resized with it would."""
-        if reference is not None and tuple(reference) != tuple(size):
-            # Every size of the screenshot's drawing, shrunk (or grown) with the image, so the
-            # floors below apply to the screenshot, as they do when a drawn copy is resized.
-            full = cls.of(reference, scale)
-            k = max(size) / max(reference)
-            return cls(
-                r=max(2, round(full.r * k)),
-                stroke=max(1, round(full.stroke * k)),
-                core=max(1, round(full.core * k)),
-                dot=round(full.dot * k),  # 0: a single white pixel
-                font_px=max(6, round(full.font_px * k)),
-                pad_x=max(1, round(full.pad_x * k)),
-                pad_y=max(1, round(full.pad_y * k)),
-                gap=max(1, round(full.gap * k)),
-                margin=max(1, round(full.margin * k)),
-            )
-        r = star_radius(size, scale)
-        font_px = label_px(size, scale)
-        return cls(
-            r=r,
-            stroke=max(1, min(2, r // 4), round(r * 0.1)),
-            core=max(2, round(r * 0.2)),
-            dot=max(1, round(r * 0.08)),
-            font_px=font_px,
-            pad_x=max(3, round(font_px * 0.35)),
-            pad_y=max(2, round(font_px * 0.2)),
-            gap=max(1, round(r * 0.15)),
-            margin=max(1, round(r * 0.1)),
-        )
-
-
-def _star_box(p: Point, r: int) -> tuple[float, float, float, float]:
-    """Every pixel the star (outline included) can touch."""
-    return (p.x - r - 1, p.y - r - 1, p.x + r + 1, p.y + r + 1)
-
-
-def _tag_size(label: str, style: _Style) -> tuple[int, int, int, int]:
-    """(width, height, text x offset, text y offset) of the tag holding ``label``."""
-    font = _font(style.font_px)
-    x0, y0, x1, y1 = font.getbbox(label)
-    _, d0, _, d1 = font.getbbox(_DIGITS)  # one height for every number, whatever its digits
-    y0, y1 = min(y0, d0), max(y1, d1)
-    w = (x1 - x0) + 2 * style.pad_x
-    h = (y1 - y0) + 2 * style.pad_y
-    return int(math.ceil(w)), int(math.ceil(h)), style.pad_x - x0, style.pad_y - y0
-
-
-def _hits(
-    a: tuple[float, float, float, float], obstacles: list[tuple[float, float, float, float]], m: float
-) -> bool:
-    al, at, ar, ab = a
-    for bl, bt, br, bb in obstacles:
-        if al < br + m and bl < ar + m and at < bb + m and bt < ab + m:
-            return True
-    return False
-
-
-def _ring_candidates(p: Point, r: int, w: int, h: int, gap: float, n: int) -> list[tuple[int, int]]:
-    """Top-left corners of ``n`` tags around the star, each just outside the square of half-side
-    ``r + gap`` centred on it, starting upper right and going clockwise."""
-    half = r + 1 + gap
-    out = []
-    for j in range(n):
-        a = -math.pi / 4 + 2 * math.pi * j / n
-        ux, uy = math.cos(a), math.sin(a)
-        k = max(abs(ux), abs(uy))
-        sx, sy = ux / k, uy / k  # on the unit square's boundary: one of them is +-1
-        ax, ay = p.x + half * sx, p.y + half * sy
-        # sx = 1: tag to the right of the anchor; -1: to its left; 0: centred on it.
-        left = ax - w * (1 - sx) / 2
-        top = ay - h * (1 - sy) / 2
-        # Round away from the star so rounding never brings the tag closer than ``gap``.
-        left = math.ceil(left) if sx > 0.999 else math.floor(left) if sx < -0.999 else round(left)
-        top = math.ceil(top) if sy > 0.999 else math.floor(top) if sy < -0.999 else round(top)
-        out.append((int(left), int(top)))
-    return out
-
-
-def _free_anywhere(
-    p: Point,
-    w: int,
-    h: int,
-    size: tuple[int, int],
-    obstacles: list[tuple[float, float, float, float]],
-    m: float,
-    step: int,
-) -> tuple[int, int] | None:
-    """The free top-left corner on a grid over the whole image whose tag is nearest the star."""
-    W, H = size
-    if w > W or h > H:
-        return None
-    xs = np.unique(np.append(np.arange(0, W - w + 1, step), W - w))
-    ys = np.unique(np.append(np.arange(0, H - h + 1, step), H - h))
-    gx, gy = np.meshgrid(xs, ys)
-    gx, gy = gx.ravel().astype(float), gy.ravel().astype(float)
-    free = np.ones(gx.shape, bool)
-    for bl, bt, br, bb in obstacles:
-        free &= ~((gx < br + m) & (bl < gx + w + m) & (gy < bb + m) & (bt < gy + h + m))
-    if not free.any():
-        return None
-    gx, gy = gx[free], gy[free]
-    # Distance from the star's centre to the nearest point of the tag.
-    dx = np.maximum(0, np.maximum(gx - p.x, p.x - (gx + w)))
-    dy = np.maximum(0, np.maximum(gy - p.y, p.y - (gy + h)))
-    i = int(np.argmin(dx * dx + dy * dy))  # first minimum: deterministic
-    return int(gx[i]), int(gy[i])
-
-
-def _clamped(p: Point, w: int, h: int, size: tuple[int, int]) -> tuple[int, int]:
-    """No room anywhere: the upper-right spot clamped inside the image (or at 0, 0)."""
-    left = min(max(0, round(p.x) + 2), max(0, size[0] - w))
-    top = min(max(0, round(p.y) - h - 2), max(0, size[1] - h))
-    return int(left), int(top)
-
-
-@dataclass(frozen=True)
-class _Placed:
-    box: Box
-    ring: int  # 0: next to its star; more: pushed away (gets a leader line); -1: anywhere
-
-
-def _layout(
-    size: tuple[int, int], points: Sequence[Point], labels: Sequence[str], style: _Style
-) -> list[_Placed | None]:
-    W, H = size
-    stars = [_star_box(p, style.r) for p in points]
-    placed: list[tuple[float, float, float, float]] = []
-    out: list[_Placed | None] = []
-    rings = 8
-    for p, label in zip(points, labels, strict=True):
-        if not label:
-            out.append(None)
-            continue
-        w, h, _, _ = _tag_size(label, style)
-        obstacles = stars + placed
-        step = max(2, round(0.6 * min(w, h)))
-        spot: tuple[int, int] | None = None
-        ring = 0
-        for ring in range(rings):
-            gap = style.gap + ring * step
-            n = 8 * (ring + 1)  # the farther the ring, the more positions on it
-            for left, top in _ring_candidates(p, style.r, w, h, gap, n):
-                if left < 0 or top < 0 or left + w > W or top + h > H:
-                    continue
-                if not _hits((left, top, left + w, top + h), obstacles, style.margin):
-                    spot = (left, top)
-                    break
-            if spot is not None:
-                break
-        if spot is None:
-            ring = -1
-            spot = _free_anywhere(p, w, h, size, obstacles, style.margin, max(1, min(w, h) // 4))
-        if spot is None:
-            spot = _clamped(p, w, h, size)
-        box = (spot[0], spot[1], spot[0] + w, spot[1] + h)
-        placed.append(box)
-        out.append(_Placed(Box(*box), ring))
-    return out
 
 
 def _labels(points: Sequence[Point], labels: Sequence[str] | None) -> list[str]:
@@ -255,44 +67,41 @@ def _labels(points: Sequence[Point], labels: Sequence[str] | None) -> list[str]:
     return [str(lab) for lab in labels]
 
 
+def _plan(
+    size: tuple[int, int], points: Sequence[Point], labels: Sequence[str] | None, scale: float
+) -> tuple[StarMap, Style]:
+    style = Style.of(size, scale)
+    return plan(size, points, _labels(points, labels), style), style
+
+
 def label_layout(
     size: tuple[int, int], points: Sequence[Point], labels: Sequence[str] | None = None, scale: float = 1.0
 ) -> list[Box | None]:
-    """Where :func:`draw_stars` puts each number tag, as boxes in screenshot pixels.
-
-    One entry per point, ``None`` for an empty label (no tag). A tag covers the pixels
-    ``[left, right) x [top, bottom)``. Tags are placed greedily in the order of the points:
-    the first free position of 8 around the star (upper right first, clockwise), then rings
-    farther out with more positions each, then the free position nearest the star anywhere in
-    the image. Free means inside the image and clear, by a small margin, of every star's
-    bounding square and every tag placed before. Only when no such position exists at all
-    (stars covering the image) may a tag overlap.
-    """
-    style = _Style.of(size, scale)
-    return [None if t is None else t.box for t in _layout(size, points, _labels(points, labels), style)]
+    """Where :func:`draw_stars` puts each number tag, as boxes in screenshot pixels (white rim
+    included), ``None`` for an empty label. A tag covers ``[left, right) x [top, bottom)``,
+    inside the image, clear of every star's full-size square, every other tag and every inset;
+    it is nearer its own star than any other (in an inset: its star there) unless there is no
+    room at all (see :mod:`regionfocus.star_layout`)."""
+    return [m.tag for m in _plan(size, points, labels, scale)[0].marks]
 
 
 def star_extent(
     size: tuple[int, int], points: Sequence[Point], labels: Sequence[str] | None = None, scale: float = 1.0
 ) -> list[Box]:
     """For each point, a box holding every pixel :func:`draw_stars` may change for it: its
-    star, its tag and the leader line between them (screenshot pixels, may reach past the
-    image's edges). Code that compares a starred image with the clean one should look inside
-    these boxes rather than assume a fixed distance from the point: a crowded tag can sit far
-    from its star."""
-    style = _Style.of(size, scale)
-    reach = style.r + 2
-    out = []
-    for p, tag in zip(points, label_layout(size, points, labels, scale), strict=True):
-        b = Box(
-            math.floor(p.x) - reach, math.floor(p.y) - reach, math.floor(p.x) + reach, math.floor(p.y) + reach
-        )
-        if tag is not None:
-            b = Box(
-                min(b.left, tag.left), min(b.top, tag.top), max(b.right, tag.right), max(b.bottom, tag.bottom)
-            )
-        out.append(b)
-    return out
+    star, its tag, the leader line between them, and for a crowded point its inset, the frame
+    round its region and the line joining them (screenshot pixels, may reach past the image's
+    edges). Code that compares a starred image with the clean one should look inside these
+    boxes rather than assume a fixed distance from the point."""
+    star_map, style = _plan(size, points, labels, scale)
+    return extents(star_map, style)
+
+
+def star_map(
+    size: tuple[int, int], points: Sequence[Point], labels: Sequence[str] | None = None, scale: float = 1.0
+) -> StarMap:
+    """The whole layout :func:`draw_stars` draws for ``points`` on an image of ``size``."""
+    return _plan(size, points, labels, scale)[0]
 
 
 def _star_polygon(c: Point, r: float) -> list[tuple[float, float]]:
@@ -304,7 +113,7 @@ def _star_polygon(c: Point, r: float) -> list[tuple[float, float]]:
     return pts
 
 
-def _leader(p: Point, box: Box, r: int) -> tuple[tuple[float, float], tuple[float, float]] | None:
+def _leader(p: Point, box: Box, r: float) -> tuple[tuple[float, float], tuple[float, float]] | None:
     """From the tag's point nearest the star to the star's rim (never over the point itself)."""
     qx = min(max(p.x, box.left), box.right - 1)
     qy = min(max(p.y, box.top), box.bottom - 1)
@@ -315,15 +124,124 @@ def _leader(p: Point, box: Box, r: int) -> tuple[tuple[float, float], tuple[floa
     return (p.x + ux * r, p.y + uy * r), (qx, qy)
 
 
-def _nearest(box: Box, points: Sequence[Point]) -> int:
-    """Index of the point nearest the box (first on a tie)."""
+class _Pen:
+    """Draws a layout made in the frame's pixels onto ``out``: frame pixels ``(x, y)`` are
+    ``(x * kx - ox, y * ky - oy)`` of ``out`` (a model-size copy, or a crop of the frame).
+    ``style``: sizes on ``out``; ``full``: on the frame."""
 
-    def dist(p: Point) -> float:
-        dx = max(0.0, box.left - p.x, p.x - box.right)
-        dy = max(0.0, box.top - p.y, p.y - box.bottom)
-        return dx * dx + dy * dy
+    def __init__(
+        self, out: Image.Image, style: Style, full: Style, k: tuple[float, float], origin: tuple[int, int]
+    ):
+        self.out, self.style, self.full = out, style, full
+        self.kx, self.ky = k
+        self.ox, self.oy = origin
+        self.draw = ImageDraw.Draw(out)
 
-    return min(range(len(points)), key=lambda i: dist(points[i]))
+    def p(self, q: Point) -> Point:
+        return Point(q.x * self.kx - self.ox, q.y * self.ky - self.oy)
+
+    def box(self, b: Box) -> Box:
+        a, c = self.p(Point(b.left, b.top)), self.p(Point(b.right, b.bottom))
+        return Box(round(a.x), round(a.y), round(c.x), round(c.y))
+
+    def r(self, r: float) -> float:
+        return max(2, round(r * self.kx))
+
+    def zoomed(self, inset: Inset, frame: tuple[int, int]) -> Image.Image:
+        """The inset's picture: its source in the clean image, enlarged (bicubic)."""
+        b = self.box(inset.box)
+        pic = Image.new("RGB", (max(1, int(b.width)), max(1, int(b.height))), INSET_EDGE)
+        s = inset.source
+        cl, ct = max(0.0, s.left), max(0.0, s.top)
+        cr, cb = min(float(frame[0]), s.right), min(float(frame[1]), s.bottom)
+        if cr <= cl or cb <= ct:
+            return pic
+        a, c = self.p(Point(cl, ct)), self.p(Point(cr, cb))
+        src = (
+            max(0.0, a.x),
+            max(0.0, a.y),
+            min(float(self.out.width), c.x),
+            min(float(self.out.height), c.y),
+        )
+        if src[2] <= src[0] or src[3] <= src[1]:
+            return pic
+        z = inset.zoom
+        x0, y0 = round((cl - s.left) * z * self.kx), round((ct - s.top) * z * self.ky)
+        x1, y1 = round((cr - s.left) * z * self.kx), round((cb - s.top) * z * self.ky)
+        part = self.out.resize((max(1, x1 - x0), max(1, y1 - y0)), Image.Resampling.BICUBIC, box=src)
+        pic.paste(part, (x0, y0))
+        return pic
+
+    def star(self, at: Point, r: float) -> None:
+        """A translucent body (blended through a mask) inside an opaque outline."""
+        c, r = self.p(at), self.r(r)
+        x0, y0 = math.floor(c.x) - r - 1, math.floor(c.y) - r - 1
+        side = 2 * r + 4
+        mask = Image.new("L", (side, side), 0)
+        ImageDraw.Draw(mask).polygon(
+            _star_polygon(Point(c.x - x0, c.y - y0), r), fill=round(255 * FILL_ALPHA)
+        )
+        self.out.paste(STAR_FILL, (x0, y0), mask)
+        self.draw.polygon(_star_polygon(c, r), outline=STAR_FILL, width=self.style.stroke)
+
+    def bullseye(self, at: Point, white: bool) -> None:
+        c, k = self.p(at), self.style.core
+        if not white:
+            self.draw.ellipse((c.x - k, c.y - k, c.x + k, c.y + k), fill=STAR_FILL)
+            return
+        x, y, d = math.floor(c.x), math.floor(c.y), self.style.dot
+        self.draw.ellipse((x - d, y - d, x + d, y + d), fill=STAR_OUTLINE)
+
+    def line(self, a: Point, b: Point) -> None:
+        pa, pb = self.p(a), self.p(b)
+        self.draw.line(((pa.x, pa.y), (pb.x, pb.y)), fill=STAR_FILL, width=self.style.stroke)
+
+    def frame(self, b: Box, width: int) -> None:
+        q = self.box(b)
+        self.draw.rectangle((q.left, q.top, q.right - 1, q.bottom - 1), outline=STAR_FILL, width=width)
+
+    def tag(self, label: str, b: Box) -> None:
+        if min(self.kx, self.ky) >= 0.95:
+            _draw_tag(self.draw, label, self.box(b), self.style)
+            return
+        # On a much smaller copy a tag is drawn at the frame's size and shrunk into place, as
+        # it looks when the frame is drawn on and resized: a tag drawn sharp at the small size
+        # weighs differently against its star.
+        a, c = self.p(Point(b.left, b.top)), self.p(Point(b.right, b.bottom))
+        x0, y0, x1, y1 = math.floor(a.x), math.floor(a.y), math.ceil(c.x), math.ceil(c.y)
+        fx, fy = (x0 + self.ox) / self.kx, (y0 + self.oy) / self.ky
+        patch = Image.new(
+            "RGBA", (math.ceil((x1 - x0) / self.kx), math.ceil((y1 - y0) / self.ky)), (0, 0, 0, 0)
+        )
+        _draw_tag(
+            ImageDraw.Draw(patch), label, Box(b.left - fx, b.top - fy, b.right - fx, b.bottom - fy), self.full
+        )
+        box = (0.0, 0.0, (x1 - x0) / self.kx, (y1 - y0) / self.ky)
+        small = patch.resize((x1 - x0, y1 - y0), Image.Resampling.BICUBIC, box=box)
+        self.out.paste(small, (x0, y0), small)
+
+
+def _draw_tag(draw: ImageDraw.ImageDraw, label: str, q: Box, st: Style) -> None:
+    """An opaque pink tag with a rim, the number centred in it, filling ``q``."""
+    draw.rounded_rectangle(
+        (q.left, q.top, q.right - 1, q.bottom - 1), radius=st.pad_y // 2 + st.ring, fill=TAG_RIM
+    )
+    rim = st.ring
+    draw.rounded_rectangle(
+        (q.left + rim, q.top + rim, q.right - 1 - rim, q.bottom - 1 - rim),
+        radius=st.pad_y // 2,
+        fill=STAR_FILL,
+    )
+    f = font(st.font_px)
+    x0, _, x1, _ = f.getbbox(label)
+    _, d0, _, d1 = f.getbbox(_DIGITS)
+    x = (q.left + q.right) / 2 - (x0 + x1) / 2
+    y = (q.top + q.bottom) / 2 - (d0 + d1) / 2
+    draw.text((x, y), label, fill=LABEL_TEXT, font=f)
+
+
+def _near_point(b: Box, p: Point) -> Point:
+    return Point(min(max(p.x, b.left), b.right), min(max(p.y, b.top), b.bottom))
 
 
 def draw_stars(
@@ -341,16 +259,17 @@ def draw_stars(
 
     ``labels`` default to "1", "2", ...; an empty label draws the star alone. ``scale``
     multiplies the default star and label size. The input image is never modified. The pixel
-    at each point is a white dot; the star around it is translucent; the tags are laid out by
-    :func:`label_layout` and never cover a star or another tag.
+    at each point is a white dot; the star around it is translucent; the tags and insets are
+    laid out by :func:`star_map` and never cover a star or another tag.
 
     ``reference``: (W, H) of the screenshot ``image`` is a resized copy of (an adapter drawing
-    on its model-size image, points already mapped into it): stars and tags get the size they
-    would have on the screenshot, shrunk with it. ``in_place``: draw on ``image`` itself (an RGB
-    copy the caller owns), saving a full-image copy. ``origin``/``frame``: ``image`` is the crop
-    at ``origin`` of an image of size ``frame`` and ``points`` are in the frame's pixels: the
-    stars and tags are sized and laid out for the whole frame and the part inside the crop is
-    drawn, pixel for pixel as on the whole image (see :func:`star_extent` for the crop).
+    on its model-size image, points already mapped into it): the layout is the screenshot's,
+    and stars and tags get the size they would have on it, shrunk with it. ``in_place``: draw
+    on ``image`` itself (an RGB copy the caller owns), saving a full-image copy.
+    ``origin``/``frame``: ``image`` is the crop at ``origin`` of an image of size ``frame`` and
+    ``points`` are in the frame's pixels: the layout is the whole frame's and the part inside
+    the crop is drawn, pixel for pixel as on the whole image (see :func:`star_extent` for the
+    crop).
     """
     names = _labels(points, labels)
     if in_place and image.mode == "RGB":
@@ -359,55 +278,48 @@ def draw_stars(
         out = image.copy() if image.mode == "RGB" else image.convert("RGB")  # convert() copies already
     if not points:
         return out
-    whole = tuple(frame) if frame is not None else out.size
-    style = _Style.of(whole, scale, reference)
-    tags = _layout(whole, points, names, style)
-    ox, oy = origin
-    if ox or oy:  # lay out in the whole frame, draw in the crop's pixels
-        points = [Point(p.x - ox, p.y - oy) for p in points]
-        tags = [
-            None
-            if t is None
-            else _Placed(Box(t.box.left - ox, t.box.top - oy, t.box.right - ox, t.box.bottom - oy), t.ring)
-            for t in tags
-        ]
-    draw = ImageDraw.Draw(out)
-    r = style.r
-    # Leader lines first: stars and tags are drawn over them.
-    for i, (p, tag) in enumerate(zip(points, tags, strict=True)):
-        if tag is not None and (tag.ring != 0 or _nearest(tag.box, points) != i):
-            seg = _leader(p, tag.box, r)
-            if seg is not None:
-                draw.line(seg, fill=STAR_FILL, width=style.stroke)
-    # Star bodies: a translucent fill (blended through a mask) inside an opaque outline.
-    alpha = round(255 * FILL_ALPHA)
-    for p in points:
-        x0, y0 = math.floor(p.x) - r - 1, math.floor(p.y) - r - 1
-        side = 2 * r + 4
-        mask = Image.new("L", (side, side), 0)
-        local = _star_polygon(Point(p.x - x0, p.y - y0), r)
-        ImageDraw.Draw(mask).polygon(local, fill=alpha)
-        out.paste(STAR_FILL, (x0, y0), mask)
-        draw.polygon(_star_polygon(p, r), outline=STAR_FILL, width=style.stroke)
-    # The bullseye, after every star so no other star's outline crosses a point.
-    for p in points:
-        c = style.core
-        draw.ellipse((p.x - c, p.y - c, p.x + c, p.y + c), fill=STAR_FILL)
-    for p in points:
-        x, y, d = math.floor(p.x), math.floor(p.y), style.dot
-        draw.ellipse((x - d, y - d, x + d, y + d), fill=STAR_OUTLINE)
-    font = _font(style.font_px)
-    for label, tag in zip(names, tags, strict=True):
-        if tag is None:
-            continue
-        b = tag.box
-        _, _, ox, oy = _tag_size(label, style)
-        draw.rounded_rectangle(
-            (b.left, b.top, b.right - 1, b.bottom - 1),
-            radius=style.pad_y // 2,
-            fill=STAR_FILL,
-        )
-        draw.text((b.left + ox, b.top + oy), label, fill=LABEL_TEXT, font=font)
+    k = (1.0, 1.0)
+    if reference is not None and tuple(reference) != out.size and frame is None:
+        whole = (int(reference[0]), int(reference[1]))
+        k = (out.width / whole[0], out.height / whole[1])
+        points = [Point(p.x / k[0], p.y / k[1]) for p in points]
+    else:
+        whole = (int(frame[0]), int(frame[1])) if frame is not None else out.size
+    full = Style.of(whole, scale)
+    pen = _Pen(out, Style.of(out.size, scale, whole) if k != (1.0, 1.0) else full, full, k, origin)
+    layout = plan(whole, points, names, full)
+    pictures = [pen.zoomed(ins, whole) for ins in layout.insets]  # before anything is drawn on
+    for ins in layout.insets:  # the crowd's region, framed and joined to its inset
+        centre = Point((ins.box.left + ins.box.right) / 2, (ins.box.top + ins.box.bottom) / 2)
+        src_centre = Point((ins.source.left + ins.source.right) / 2, (ins.source.top + ins.source.bottom) / 2)
+        pen.line(_near_point(ins.source, centre), _near_point(ins.box, src_centre))
+        pen.frame(ins.source, pen.style.stroke)
+    outside = [m for m in layout.marks if m.inset is None]
+    for m in outside:  # leader lines first: stars and tags are drawn over them
+        seg = _leader(m.at, m.tag, m.r) if m.tag is not None and m.leader else None
+        if seg is not None:
+            pen.line(Point(*seg[0]), Point(*seg[1]))
+    for m in outside:
+        pen.star(m.at, m.r)
+    for ins, pic in zip(layout.insets, pictures, strict=True):
+        q = pen.box(ins.box)
+        out.paste(pic, (int(q.left), int(q.top)))
+        pen.frame(ins.box, 2 * pen.style.stroke)
+    inside = [m for m in layout.marks if m.inset is not None]
+    for m in inside:
+        seg = _leader(m.at, m.tag, m.r) if m.tag is not None and m.leader else None
+        if seg is not None:
+            pen.line(Point(*seg[0]), Point(*seg[1]))
+    for m in inside:
+        pen.star(m.at, m.r)
+    # The bullseyes after every star so no other star's outline crosses a point.
+    dots = [m.point for m in layout.marks] + [m.at for m in inside]
+    for white in (False, True):
+        for p in dots:
+            pen.bullseye(p, white)
+    for m, label in zip(layout.marks, names, strict=True):
+        if m.tag is not None:
+            pen.tag(label, m.tag)
     return out
 
 
