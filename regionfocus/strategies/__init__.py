@@ -19,12 +19,14 @@ from .dimo import DiMoGUI
 from .focusing import IterativeFocusing
 from .gui_rc import GuiRC
 from .mega_gui import MegaGuiZoom
+from .mvp import MVP
 from .narrowing import IterativeNarrowing
 from .protocol import Strategy
 from .regionfocus import RegionFocusStrategy
 from .reground import ReGround
 from .screenseeker import ScreenSeekeR
 from .ui_zoomer import UIZoomer
+from .zoom_consistency import ZoomConsistencyRouter
 from .zoomclick import ZoomClick
 
 # What a deterministic model (temperature 0, or the OCR agent) does to each sampling strategy.
@@ -75,6 +77,8 @@ STRATEGIES: dict[str, StrategyInfo] = {
             GuiRC,
             ScreenSeekeR,
             MegaGuiZoom,
+            MVP,
+            ZoomConsistencyRouter,
         ),
     )
 }
@@ -108,6 +112,7 @@ __all__ = [
     "GuiRC",
     "IterativeFocusing",
     "IterativeNarrowing",
+    "MVP",
     "MapChoice",
     "MegaGuiZoom",
     "ReGround",
@@ -117,6 +122,7 @@ __all__ = [
     "Triggered",
     "UIZoomer",
     "ZoomClick",
+    "ZoomConsistencyRouter",
     "choose_on_map",
     "get_strategy",
     "register_strategy",
