@@ -19,11 +19,12 @@ from PIL import Image, ImageDraw
 from regionfocus.actions import click
 from regionfocus.adapters.backends.openai_http import OpenAIBackend
 from regionfocus.adapters.families.qwen import Qwen25Adapter
+from regionfocus.agent import StaticPrediction
 from regionfocus.geometry import Box, Point
 from regionfocus.kit.runlog import read_records
 from regionfocus.model import ModelReply, Query, Usage
 from regionfocus.screenspot_pro.cli import main
-from regionfocus.screenspot_pro.strategies import resolve
+from regionfocus.screenspot_pro.strategies import resolve, run_peers
 from regionfocus.strategies import MVP, STRATEGIES, ZoomConsistencyRouter, get_strategy
 from regionfocus.strategies.cli import strategies_command
 from regionfocus.strategies.mvp import AttentionModel, agreeing_groups, choose, grid_windows, ranked_windows
@@ -321,9 +322,10 @@ def test_router_over_two_endpoints_costs_each_models_calls(servers):
 
     first, second = adapter(first_srv), adapter(second_srv)
     second_srv.reset_stats()
-    res = asyncio.run(
-        get_strategy("zoom-consistency", second=second).run(first, img, "the #1ea05a button", click(300, 900))
-    )
+    pred = StaticPrediction(baseline=click(300, 900), final=None, verdict=None, trigger=None)
+    options = {"zoom-consistency": {"second": second}}
+    peers = asyncio.run(run_peers(["zoom-consistency"], first, img, "the #1ea05a button", pred, options))
+    res = peers["zoom-consistency"]
     assert second_srv.stats.chat_requests == 2  # its own step 1 and its crop
     kinds = {c.kind: c for c in res.calls}
     assert set(kinds) == {"zoom", "second:baseline", "second:zoom"}

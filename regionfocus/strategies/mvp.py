@@ -168,7 +168,7 @@ class MVP(BaseStrategy):
             ledger.step(stage="attention", positions=attended)
         if self.views and not windows:
             windows = grid_windows(size, self.views)
-            ledger.note("no attention positions (a served model has none): the code's grid views")
+            ledger.note("no attention positions (a served model gives none): the code's grid views")
         source = Magnified(view_source(model, screenshot, views, "fill", max_zoom=self.scale), self.scale)
         found = await asyncio.gather(
             *(
