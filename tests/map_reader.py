@@ -11,6 +11,7 @@ import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
@@ -35,8 +36,9 @@ def _font(px: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
         return ImageFont.load_default(size=px)
 
 
+@lru_cache(maxsize=2)
 def crowded_screen(seed: int = 0) -> Image.Image:
-    """A 4K screen of small text on 18 px lines (13 px glyphs, no digits): light on the left,
+    """(Shared: never draw on it.) A 4K screen of small text on 18 px lines (13 px glyphs, no digits): light on the left,
     dark top right, the star's own pink (and a softer pink) bottom right."""
     rng = random.Random(seed)
     W, H = UHD
