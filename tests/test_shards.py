@@ -96,3 +96,37 @@ def test_merge_refuses_other_settings_overlap_and_a_missing_shard(data: Path, tm
     assert main(["merge", str(tmp_path / "m"), str(tmp_path / "s0"), str(tmp_path / "t1")]) == 2
     assert "two different splits" in capsys.readouterr().err
     assert not (tmp_path / "m" / "records.jsonl").exists()
+
+
+def _webvoyager_shard(root: Path, shard: str, ids: list[str], **settings) -> Path:
+    from regionfocus.webvoyager.rundir import RunDir
+
+    run = RunDir(root)
+    run.open({"agent": "ocr", "max_steps": 10, "concurrency": 2, "shard": shard, **settings})
+    for i in ids:
+        (run.reset_task(f"task{i}") / "interact_messages.json").write_text(json.dumps([{"id": i}]))
+        run.record(
+            {"id": i, "web_name": "site", "folder": f"task{i}", "success": i.endswith("0"), "steps": 1}
+        )
+    run.close()
+    return root
+
+
+def test_webvoyager_merge_joins_records_and_task_folders(tmp_path: Path, capsys):
+    from regionfocus.webvoyager.cli import main as wv_main
+
+    s0 = _webvoyager_shard(tmp_path / "s0", "0/2", ["a0", "a1"])
+    s1 = _webvoyager_shard(tmp_path / "s1", "1/2", ["b0"])
+    assert wv_main(["merge", str(tmp_path / "m"), str(s0), str(s1)]) == 0
+    merged = tmp_path / "m"
+    assert {r["id"] for r in read_records(merged / "records.jsonl")} == {"a0", "a1", "b0"}
+    assert json.loads((merged / "taskb0" / "interact_messages.json").read_text()) == [{"id": "b0"}]
+    assert len(json.loads((merged / "results.json").read_text())) == 3
+    assert json.loads((merged / "summary.json").read_text())["overall"]["success"] == 2
+    assert "shard" not in json.loads((merged / "config.json").read_text())["identity"]
+    capsys.readouterr()
+    assert wv_main(["merge", str(tmp_path / "m2"), str(s1)]) == 2
+    assert "shard 0/2 missing" in capsys.readouterr().err
+    t1 = _webvoyager_shard(tmp_path / "t1", "1/2", ["b0"], max_steps=5)
+    assert wv_main(["merge", str(tmp_path / "m3"), str(s0), str(t1)]) == 2
+    assert "max_steps: 10" in capsys.readouterr().err
