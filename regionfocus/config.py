@@ -40,8 +40,9 @@ class RegionFocusConfig:
     merge_radius: float = 8.0  # px; candidates closer than this are one candidate
     choice_retries: int = 1  # an unreadable choice is asked again, in firmer words, this many times
     # An unparseable focal answer is asked again at these temperatures, in order (the released
-    # reference code's ladder: the first request at the model's own temperature, 0 by default,
-    # then 0.3, then 0.7).
+    # reference code's UI-TARS ladder, tiangeluo/RegionFocus @ f69575db: the first request at the
+    # model's own temperature, 0 by default, then 0.3, then 0.7; its Qwen2.5-VL code climbs
+    # 0.3, 0.5, 0.7, 0.9).
     focal_retry_temperatures: tuple[float, ...] = (0.3, 0.7)
     star_scale: float = 1.0  # multiplies the default star and label size (about 20 px radius at 4K)
     # Which failures become history stars. The paper's stars record failed RegionFocus attempts

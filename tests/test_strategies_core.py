@@ -11,6 +11,7 @@ import math
 import re
 import statistics
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -538,6 +539,24 @@ def test_screenseeker_prompts_are_the_official_texts():
     )
     assert PLAN_PROMPT.format(instruction="the OK button").endswith("**Instruction:**\nthe OK button\n")
     assert CHECK_PROMPT.format(instruction="x").startswith("\nYou are given a cropped screenshot.")
+
+
+def test_regionfocus_official_round_prompts_are_byte_exact():
+    """tiangeluo/RegionFocus @ f69575db (adapters/families/prompts/official/SOURCES.md)."""
+    folder = Path(__file__).parent.parent / "adapters" / "families" / "prompts" / "official"
+    want = {
+        "rf_official_ground.txt": "b078a7a09d2ecfde",
+        "rf_official_qwen25vl_focal.txt": "ef7b6479e8da7bcf",
+        "rf_official_qwen25vl_judge.txt": "5d0427e734691a2e",
+        "rf_official_qwen25vl_select.txt": "737ad9b78a9e8825",
+        "rf_official_qwen25vl_zoom.txt": "1481177f919e2623",
+        "rf_official_uitars_judge.txt": "7c1805f287ff3fe2",
+        "rf_official_uitars_select.txt": "f20d557acedc2c16",
+        "rf_official_uitars_zoom.txt": "110d60c1fedc9b45",
+    }
+    for name, digest in want.items():
+        assert hashlib.sha256((folder / name).read_bytes()).hexdigest()[:16] == digest, name
+    assert (folder / "rf_official_qwen25vl_zoom.txt").read_text().endswith('"${instruction}". ')
 
 
 def test_constructor_checks_name_every_broken_rule_and_its_value():

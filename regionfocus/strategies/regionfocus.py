@@ -6,6 +6,34 @@ Paper: "Visual Test-time Scaling for GUI Agent Grounding" (RegionFocus), arXiv:2
 The baseline a caller already has is reused rather than asked again: the wrapped model's first
 grounding request on the unaltered screenshot returns it (the agent's own code path is untouched
 and no request is sent; the supplied answer is not counted as a call of this strategy).
+
+Code: tiangeluo/RegionFocus @ f69575db, models/qwen25vl_RegionFocus.py and
+models/uitars_RegionFocus.py (``ground_with_regionfocus``). Same as there (the defaults of
+:class:`~regionfocus.config.RegionFocusConfig`): the judge is asked whenever the baseline named
+a point, with a pink star on it; on rejection one focal point, re-asked up a temperature ladder
+while unparseable; boxes of the ratios (0.5, 0.5), (0.3, 0.3), (0.4, 0.8), (0.8, 0.4) of the
+screenshot around it, shifted (not shrunk) into the image; each cropped and Lanczos-upsampled
+keeping its aspect, asked greedily; the zoomed points (not the baseline's) drawn as numbered
+pink stars for a "Selected point: N" choice, none asked for a single point.
+
+Deviations from the official code (tiangeluo/RegionFocus @ f69575db). Deliberate (the released
+code's defects, docs/ARCHITECTURE.md section 2, tests/test_reference_defects.py): the verdict is
+read from a final "Verdict: YES/NO" line, not by substring ("YES"/"CORRECT" and no "NO" anywhere);
+candidates within ``merge_radius`` (8 px) are merged, not drawn as overlapping stars; an
+unreadable choice is asked once more (``choice_retries`` 1) and then settled by rule, not taken
+as candidate 1; stars are scaled to stay legible at 4K (there: ``sizes`` 12 judge / 8 choice for
+Qwen2.5-VL, 20 / 15 for UI-TARS). Not yet aligned: the official round prompts are per family
+(Qwen2.5-VL: 'Given the instruction: "..." ... locate the most relevant coordinates ...' for
+the focal point, 'For this zoomed-in screenshot, identify the precise point ...' for a view,
+its judge and selection texts, all after the computer_use system prompt except the judge;
+UI-TARS: its grounding prompt again for the focal point and its own variants), reproduced
+byte-exact in adapters/families/prompts/official/ (``rf_official_*``); the adapters still send
+our ``rf_*.txt`` texts. The focal ladder there is per family: UI-TARS 0, 0.3, 0.7 (top_p 0.95),
+our default ``focal_retry_temperatures``; Qwen2.5-VL 0, 0.3, 0.5, 0.7, 0.9 (top_p 0.9); top_p
+is not sent here. A view there is upsampled to fit the screenshot's own size (Qwen2.5-VL, then
+its processor's max_pixels 12845056) or a 1440 x 1440 box (UI-TARS); here to the size the model
+sees for the whole screenshot, at most ``max_zoom`` (4) times. A zoomed answer outside the view
+is clamped to the view's edge there, to the screenshot here.
 """
 
 from __future__ import annotations
