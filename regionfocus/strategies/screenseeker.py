@@ -12,9 +12,11 @@ target_not_found) once the patch is at the minimum size or the depth limit, and 
 tries the patches best first, backtracking when a branch finds nothing. The planner's two
 prompts are that code's texts, in ``prompts/`` (sources in ``prompts/SOURCES.md``); the code
 sends each after a system message that a :class:`ChatModel` has no place for (not sent).
-Differences, chosen: grounders here return points, so a reference's patch is the
-minimum-size patch centred on its point (shifted inside the current patch) and the check marks
-the point with a small square; the aspect-ratio split of long patches is not needed for such
+Deviations from the official code (likaixin2000/ScreenSpot-Pro-GUI-Grounding @ bd8bbbb4):
+grounders here return points, so a reference's patch is the minimum-size patch centred on its
+point (shifted inside the current patch) and the check marks the point with a small translucent
+red square (there: the grounder's box outlined in red, 5 px); the planner is whatever chat
+model is given (there GPT-4o at temperature 0); the aspect-ratio split of long patches is not needed for such
 patches and is left out; ``max_branches`` can cap the backtracking (None = all, as the code).
 When the search finds nothing, the baseline stands (noted). Without a planner (a grounder with
 no ``chat``, like the OCR agent) only direct grounding votes and the check is skipped (noted).
