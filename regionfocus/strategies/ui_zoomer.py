@@ -62,21 +62,17 @@ def spread_square(
     """(centre, side, per-axis sigma) of the official density-filtered Gaussian crop: the 75 %
     of boxes whose centres are nearest the median centre; sigma^2 = Var of those centres plus
     the mean of (extent / 4)^2; side = max(2 k sigma_x, 2 k sigma_y, min_side)."""
-    cx = [b.center.x for b in boxes]
-    cy = [b.center.y for b in boxes]
-    med = Point(statistics.median(cx), statistics.median(cy))
-    keep_k = max(1, int(len(boxes) * 0.75))
-    kept = sorted(range(len(boxes)), key=lambda i: (Point(cx[i], cy[i]).distance(med), i))[:keep_k]
-    sig = []
-    for centres, extents in (
-        ([cx[i] for i in kept], [boxes[i].width for i in kept]),
-        ([cy[i] for i in kept], [boxes[i].height for i in kept]),
-    ):
-        var = statistics.pvariance(centres) + sum((e / 4) ** 2 for e in extents) / len(extents)
-        sig.append(math.sqrt(var))
-    centre = Point(sum(cx[i] for i in kept) / keep_k, sum(cy[i] for i in kept) / keep_k)
-    side = max(2 * k_sigma * sig[0], 2 * k_sigma * sig[1], min_side)
-    return centre, side, (sig[0], sig[1])
+    med = Point(statistics.median(b.center.x for b in boxes), statistics.median(b.center.y for b in boxes))
+    kept = sorted(boxes, key=lambda b: b.center.distance(med))[: max(1, int(len(boxes) * 0.75))]
+    sx, sy = (
+        math.sqrt(statistics.pvariance(c) + sum((e / 4) ** 2 for e in extent) / len(extent))
+        for c, extent in (
+            ([b.center.x for b in kept], [b.width for b in kept]),
+            ([b.center.y for b in kept], [b.height for b in kept]),
+        )
+    )
+    centre = Point(statistics.fmean(b.center.x for b in kept), statistics.fmean(b.center.y for b in kept))
+    return centre, max(2 * k_sigma * sx, 2 * k_sigma * sy, min_side), (sx, sy)
 
 
 @dataclass
