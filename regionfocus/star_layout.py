@@ -41,7 +41,7 @@ FONT_4K = 28.0  # DejaVu Sans Bold at 28 px: digits 21 px tall
 FONT_FLOOR = 14.0  # digits 10 px tall: the size at 1920x1080, kept on smaller pages
 MAX_ZOOM = 8  # an inset enlarges its crowd at most this much
 INSET_SHARE = 0.45  # and is at most this share of the image's short side
-_DIGITS = "0123456789"
+DIGITS = "0123456789"
 
 Rect = tuple[float, float, float, float]  # left, top, right, bottom
 
@@ -134,7 +134,7 @@ def tag_size(label: str, style: Style) -> tuple[int, int]:
     """(width, height) of the tag holding ``label``, white rim included."""
     f = font(style.font_px)
     x0, _, x1, _ = f.getbbox(label)
-    _, d0, _, d1 = f.getbbox(_DIGITS)  # one height for every number, whatever its digits
+    _, d0, _, d1 = f.getbbox(DIGITS)  # one height for every number, whatever its digits
     w = (x1 - x0) + 2 * (style.pad_x + style.ring)
     h = (d1 - d0) + 2 * (style.pad_y + style.ring)
     return int(math.ceil(w)), int(math.ceil(h))

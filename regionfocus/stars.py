@@ -25,29 +25,9 @@ from collections.abc import Sequence
 from PIL import Image, ImageDraw
 
 from .geometry import Box, Point
-from .star_layout import (
-    REFERENCE_LONG_SIDE,
-    Inset,
-    StarMap,
-    Style,
-    extents,
-    font,
-    label_px,
-    plan,
-    star_radius,
-)
-
-__all__ = [
-    "REFERENCE_LONG_SIDE",
-    "STAR_FILL",
-    "draw_boxes",
-    "draw_stars",
-    "label_layout",
-    "label_px",
-    "mark_for_model",
-    "star_extent",
-    "star_radius",
-]
+from .star_layout import DIGITS, Inset, Mark, StarMap, Style, extents, font, plan
+from .star_layout import label_px as label_px  # sizes live with the layout; callers import them here
+from .star_layout import star_radius as star_radius
 
 STAR_FILL = (255, 20, 147)  # deep pink: rare in GUIs, so a model can tell stars from content
 STAR_OUTLINE = (255, 255, 255)  # the centre dot
@@ -56,7 +36,6 @@ TAG_RIM = (255, 255, 255)
 INSET_EDGE = (128, 128, 128)  # an inset's part beyond the screenshot's edge
 BOX_COLORS = [(0, 170, 255), (255, 170, 0), (0, 200, 120), (170, 80, 255), (255, 60, 60)]
 FILL_ALPHA = 0.3  # the star body: 30 % pink over the screenshot
-_DIGITS = "0123456789"
 
 
 def _labels(points: Sequence[Point], labels: Sequence[str] | None) -> list[str]:
@@ -172,6 +151,15 @@ class _Pen:
         pic.paste(part, (x0, y0))
         return pic
 
+    def stars(self, marks: Sequence[Mark]) -> None:
+        """Leader lines first: stars and tags are drawn over them."""
+        for m in marks:
+            seg = _leader(m.at, m.tag, m.r) if m.tag is not None and m.leader else None
+            if seg is not None:
+                self.line(Point(*seg[0]), Point(*seg[1]))
+        for m in marks:
+            self.star(m.at, m.r)
+
     def star(self, at: Point, r: float) -> None:
         """A translucent body (blended through a mask) inside an opaque outline."""
         c, r = self.p(at), self.r(r)
@@ -234,7 +222,7 @@ def _draw_tag(draw: ImageDraw.ImageDraw, label: str, q: Box, st: Style) -> None:
     )
     f = font(st.font_px)
     x0, _, x1, _ = f.getbbox(label)
-    _, d0, _, d1 = f.getbbox(_DIGITS)
+    _, d0, _, d1 = f.getbbox(DIGITS)
     x = (q.left + q.right) / 2 - (x0 + x1) / 2
     y = (q.top + q.bottom) / 2 - (d0 + d1) / 2
     draw.text((x, y), label, fill=LABEL_TEXT, font=f)
@@ -290,28 +278,16 @@ def draw_stars(
     layout = plan(whole, points, names, full)
     pictures = [pen.zoomed(ins, whole) for ins in layout.insets]  # before anything is drawn on
     for ins in layout.insets:  # the crowd's region, framed and joined to its inset
-        centre = Point((ins.box.left + ins.box.right) / 2, (ins.box.top + ins.box.bottom) / 2)
-        src_centre = Point((ins.source.left + ins.source.right) / 2, (ins.source.top + ins.source.bottom) / 2)
-        pen.line(_near_point(ins.source, centre), _near_point(ins.box, src_centre))
+        pen.line(_near_point(ins.source, ins.box.center), _near_point(ins.box, ins.source.center))
         pen.frame(ins.source, pen.style.stroke)
     outside = [m for m in layout.marks if m.inset is None]
-    for m in outside:  # leader lines first: stars and tags are drawn over them
-        seg = _leader(m.at, m.tag, m.r) if m.tag is not None and m.leader else None
-        if seg is not None:
-            pen.line(Point(*seg[0]), Point(*seg[1]))
-    for m in outside:
-        pen.star(m.at, m.r)
+    inside = [m for m in layout.marks if m.inset is not None]
+    pen.stars(outside)
     for ins, pic in zip(layout.insets, pictures, strict=True):
         q = pen.box(ins.box)
         out.paste(pic, (int(q.left), int(q.top)))
         pen.frame(ins.box, 2 * pen.style.stroke)
-    inside = [m for m in layout.marks if m.inset is not None]
-    for m in inside:
-        seg = _leader(m.at, m.tag, m.r) if m.tag is not None and m.leader else None
-        if seg is not None:
-            pen.line(Point(*seg[0]), Point(*seg[1]))
-    for m in inside:
-        pen.star(m.at, m.r)
+    pen.stars(inside)
     # The bullseyes after every star so no other star's outline crosses a point.
     dots = [m.point for m in layout.marks] + [m.at for m in inside]
     for white in (False, True):
