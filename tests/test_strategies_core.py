@@ -629,14 +629,7 @@ def test_mega_gui_official_zoom_out_budget_then_correction_zoom_in():
     # mega-gui notebook: max_zoom_out_count 5 (each side out by half a 10 % step), then each side
     # in by half a step until the ROI's long side is <= 1000 px; the last valid point stands
     m = MegaGuiZoom()
-    assert (m.trim, m.stop_side, m.agree_n, m.agree_px, m.zoom_outs, m.edge_frac) == (
-        0.1,
-        1000.0,
-        3,
-        50.0,
-        5,
-        0.0,
-    )
+    assert (m.trim, m.stop_side, m.agree_n, m.agree_px, m.zoom_outs) == (0.1, 1000.0, 3, 50.0, 5)
     res = run(m, TargetModel(mute_after=0), near_miss())
     moves = [s["move"] for s in res.steps]
     assert moves[:6] == ["trim"] + ["widen"] * 5 and set(moves[6:]) == {"narrow"}

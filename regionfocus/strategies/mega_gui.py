@@ -5,7 +5,7 @@ Code: samsungsds-research-papers/mega-gui @ e5fabcd9, "4. main_code/MEGA-GUI_sta
 (``propose_candidate_point``, ``refine_search_area``, ``check_terminate_condition``,
 ``router``; the run: ``step_ratio = 0.1``, ``target_roi_size = 1000``,
 ``max_zoom_out_count = 5``). Each step grounds the current region of interest (ROI); the
-answer is valid when it lies inside the ROI (borders included; ``edge_frac`` 0). Valid: the
+answer is valid when it lies inside the ROI (borders included). Valid: the
 step (``trim`` = 10 % of the ROI's long side) is cut from the end of the long side farther from
 the point (the vertical side when the ROI is square; the near end on a tie). Not valid (none,
 or outside): while zoom-outs are left (``zoom_outs`` 5) every side moves out by half a step,
@@ -71,24 +71,15 @@ class MegaGuiZoom(BaseStrategy):
     agree_n: int = 3
     agree_px: float = 50.0
     zoom_outs: int = 5
-    edge_frac: float = 0.0
     max_steps: int = 60
     zoom: str = "native"
-
-    def _inside(self, roi: Box, p: Point | None) -> bool:
-        """Is ``p`` a valid answer for ``roi``: found, and inside it (``edge_frac`` of its size
-        clear of the border)."""
-        if p is None:
-            return False
-        mx, my = self.edge_frac * roi.width, self.edge_frac * roi.height
-        return roi.left + mx <= p.x <= roi.right - mx and roi.top + my <= p.y <= roi.bottom - my
 
     async def search(self, attempt: Attempt) -> Point | None:
         ledger, model, source, screenshot, instruction = attempt
         size = screenshot.size
         roi = full_box(size)
         point = await first_point(ledger, model, screenshot, instruction)
-        valid = [point] if self._inside(roi, point) else []
+        valid = [point] if _valid(roi, point) else []
         outs = self.zoom_outs
         for s in range(1, self.max_steps + 1):
             if max(roi.width, roi.height) <= self.stop_side:
@@ -97,7 +88,7 @@ class MegaGuiZoom(BaseStrategy):
             if len(valid) >= self.agree_n and _agree(valid[-self.agree_n :], self.agree_px):
                 ledger.note(f"last {self.agree_n} points agree within {self.agree_px:g} px: stopped")
                 break
-            if self._inside(roi, point):
+            if _valid(roi, point):
                 roi, move = trim_away(roi, point, self.trim), "trim"
             elif outs > 0:
                 roi, move, outs = widen(roi, self.trim, size), "widen", outs - 1
@@ -107,11 +98,15 @@ class MegaGuiZoom(BaseStrategy):
                 ledger, model, source, screenshot, roi, instruction, self.zoom, f"roi[{s}]"
             )
             ledger.step(step=s, move=move, roi=roi, point=point)
-            if self._inside(roi, point):
+            if _valid(roi, point):
                 valid.append(point)
         else:
             ledger.note(f"{self.max_steps} steps (the safety cap): stopped")
         return valid[-1] if valid else None
+
+
+def _valid(roi: Box, p: Point | None) -> bool:
+    return p is not None and roi.contains(p)
 
 
 def _agree(points: list[Point], radius: float) -> bool:
