@@ -71,8 +71,10 @@ def serve_command(
 
     ``data_parallel``: replicas of the model on this node's GPUs behind one port (vLLM's own
     ``--data-parallel-size``, balanced by vLLM). ``nodes``: the URLs of several such servers;
-    adds the vllm-router line that fronts them, ``consistent_hash`` on the X-Session-ID the
-    client sends (one sample's requests meet their screenshot in one replica's caches)."""
+    adds the vllm-router line that fronts them: ``sticky_least_loaded`` puts each X-Session-ID
+    the client sends (a sample) on the least-loaded replica and keeps it there, so one sample's
+    requests meet their screenshot in one replica's caches (``consistent_hash``, by the id's
+    hash, ignores load: 78 % of the throughput at 4 servers, BENCHMARKS.md)."""
     key = adapter_name.strip().lower()
     if key not in VLM_FAMILIES:
         raise ValueError(
@@ -90,7 +92,7 @@ def serve_command(
     line = shlex.join(["vllm", "serve", model, *COMMON_FLAGS, *dp, *local])
     if not nodes:
         return line
-    router = ["vllm-router", "--host", "0.0.0.0", "--port", "30000", "--policy", "consistent_hash"]
+    router = ["vllm-router", "--host", "0.0.0.0", "--port", "30000", "--policy", "sticky_least_loaded"]
     return (
         f"# on each node ({', '.join(nodes)}):\n{line}\n# on the router's host (pip install vllm-router); "
         f"clients use --base-url http://ROUTER:30000/v1\n{shlex.join([*router, '--worker-urls', *nodes])}"

@@ -1,6 +1,6 @@
 """Scale-out: the same ScreenSpot-Pro run against 1, 2 and 4 servers, given to the client as
 several base URLs (its least-loaded balancer) and behind vllm-router (one base URL,
-``consistent_hash`` on each sample's X-Session-ID), interleaved level by level; then sharded
+each sample's X-Session-ID kept on one replica by ``--router-policy``), interleaved level by level; then sharded
 clients: N processes running ``--shard i/N`` against the same servers, merged, beside one process.
 
 Each server (tests/chat_server.py in its own process) answers after latency L and processes at
@@ -29,6 +29,12 @@ def main(argv: list[str] | None = None) -> list:
     p.add_argument("--screens", type=int, default=3)
     p.add_argument("--no-router", action="store_true", help="the client-side balancer only")
     p.add_argument(
+        "--router-policy",
+        nargs="+",
+        default=["sticky_least_loaded", "consistent_hash"],
+        help="vllm-router policies to measure (consistent_hash, sticky_least_loaded, round_robin, ...)",
+    )
+    p.add_argument(
         "--shards", type=int, nargs="*", default=[1, 2], help="client processes (at the most servers)"
     )
     args = p.parse_args(argv)
@@ -41,7 +47,7 @@ def main(argv: list[str] | None = None) -> list:
         # calls in flight, 1 on most of its critical path).
         in_flight = 2 * n * args.server_concurrency
         pair = []
-        for router in (False,) if args.no_router else (False, True):
+        for router in [None, *([] if args.no_router else args.router_policy)]:
             lv = run_level(
                 in_flight=in_flight,
                 samples=args.samples_per_server * n,
@@ -51,12 +57,13 @@ def main(argv: list[str] | None = None) -> list:
             )
             pair.append(lv)
             print(
-                f"  {n} server(s), {'router' if router else 'client-side'}: {lv.rate:.2f} samples/s",
+                f"  {n} server(s), {router or 'client-side'}: {lv.rate:.2f} samples/s",
                 flush=True,
             )
         levels += pair
         base = base or pair[0].rate / n
-        for lv, path in zip(pair, ("client-side", "vllm-router"), strict=False):
+        paths = ["client-side", *(f"vllm-router {p}" for p in args.router_policy)]
+        for lv, path in zip(pair, paths, strict=False):
             ratio = f"{100 * lv.rate / pair[0].rate:.0f} %"
             speedup = f"{lv.rate / base:.2f}x"
             rows.append([path, *level_row(lv, args.latency, args.server_concurrency), speedup, ratio])

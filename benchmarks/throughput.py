@@ -161,11 +161,11 @@ def run_level(
     images: list[str] | None = None,
     size: tuple[int, int] = (3840, 2160),
     local: bool = False,
-    router: bool = False,
+    router: str | None = None,
     shards: int = 1,
 ) -> Level:
     """One run of ``samples`` samples with ``in_flight`` in flight against ``servers`` servers:
-    given to the client as that many base URLs, or (``router``) behind one vllm-router. With
+    given to the client as that many base URLs, or behind one vllm-router with policy ``router``. With
     ``shards``, that many client processes run ``--shard i/N`` of the samples at once (each
     ``in_flight / N`` in flight) and their run folders are merged; errors and CPU are summed."""
     from contextlib import ExitStack
@@ -181,7 +181,7 @@ def run_level(
         urls = [s.base_url for s in procs]
         opts = {
             "family": family,
-            "base_urls": [stack.enter_context(Router(urls)).base_url] if router else urls,
+            "base_urls": [stack.enter_context(Router(urls, router)).base_url] if router else urls,
             "format": fmt,
             "quality": quality,
             "max_pixels": max_pixels,

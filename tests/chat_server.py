@@ -399,10 +399,11 @@ class _Handler(BaseHTTPRequestHandler):
 class Router:
     """vllm-router (the Rust binary of the ``vllm-router`` wheel) in front of ``worker_urls``,
     in a child process: ``with Router([srv.url, ...]) as r: ... r.base_url``. ``policy``:
-    consistent_hash routes each X-Session-ID (one sample's requests) to one replica. Raises
+    sticky_least_loaded and consistent_hash both keep each X-Session-ID (one sample's requests)
+    on one replica; the first places it on the least-loaded one, the second by its hash. Raises
     :class:`RuntimeError` saying why when the binary is absent or does not answer in time."""
 
-    def __init__(self, worker_urls: list[str], policy: str = "consistent_hash", timeout: float = 30.0):
+    def __init__(self, worker_urls: list[str], policy: str = "sticky_least_loaded", timeout: float = 30.0):
         self.worker_urls = [u.removesuffix("/v1") for u in worker_urls]
         self.policy = policy
         self.timeout = timeout

@@ -96,10 +96,10 @@ def test_throughput_and_scale_out_print_their_rows(capsys):
         # the client's bound is a positive rate no higher than the ideal
         assert 0 < float(cell["client bound"]) <= float(cell["ideal"])
     rows = table_rows(out, "Scale-out")
-    paths = ["client-side", "vllm-router"]
+    paths = ["client-side", "vllm-router sticky_least_loaded", "vllm-router consistent_hash"]
     assert [(r[0], r[2]) for r in rows] == [(p, n) for n in ("1", "2") for p in paths]
     assert all(r[4] == "0" for r in rows)
-    assert re.fullmatch(r"\d+\.\d\dx", rows[2][-2]) and re.fullmatch(r"\d+ %", rows[3][-1])
+    assert re.fullmatch(r"\d+\.\d\dx", rows[3][-2]) and re.fullmatch(r"\d+ %", rows[4][-1])
     rows = table_rows(out, "Shards")  # one process, then 2 shards merged: every sample, no error
     assert [(r[0], r[1], r[2]) for r in rows] == [("1", "4", "0"), ("2", "4", "0")]
 

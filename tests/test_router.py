@@ -1,4 +1,4 @@
-"""A ScreenSpot-Pro run through a real router: vllm-router (``--policy consistent_hash``) in front
+"""A ScreenSpot-Pro run through a real router: vllm-router (``sticky_least_loaded`` or ``consistent_hash``) in front
 of two scripted Qwen2.5-VL-format servers, one ``--base-url`` pointing at the router.
 
 Each server remembers which instructions it has grounded (its first grounding request of an
@@ -34,19 +34,20 @@ def test_serve_command_multi_gpu_forms():
     ).splitlines()
     assert shlex.split(lines[1]) == shlex.split(serve_command("qwen2.5-vl", data_parallel=8))
     router = shlex.split(lines[3])
-    assert router[0] == "vllm-router" and router[router.index("--policy") + 1] == "consistent_hash"
+    assert router[0] == "vllm-router" and router[router.index("--policy") + 1] == "sticky_least_loaded"
     assert router[router.index("--worker-urls") + 1 :] == ["http://n1:8000", "http://n2:8000"]
     with pytest.raises(ValueError, match="router"):
         serve_command("qwen2.5-vl", local_media_path="/dev/shm/x", nodes=["http://n1:8000"])
 
 
 @pytest.mark.slow
-def test_run_through_vllm_router_keeps_each_sample_on_one_replica(tmp_path: Path, capsys):
+@pytest.mark.parametrize("policy", ["sticky_least_loaded", "consistent_hash"])
+def test_run_through_vllm_router_keeps_each_sample_on_one_replica(policy: str, tmp_path: Path, capsys):
     data = fresh_dataset(tmp_path / "data")
     out = tmp_path / "run"
     with ChatServer(QwenLike(), model="qwen-test") as a, ChatServer(QwenLike(), model="qwen-test") as b:
         try:
-            router = Router([a.url, b.url]).__enter__()
+            router = Router([a.url, b.url], policy).__enter__()
         except RuntimeError as e:
             pytest.skip(f"the router cannot start here: {e}")
         try:

@@ -49,9 +49,9 @@ from regionfocus.model import Usage
 log = logging.getLogger(__name__)
 
 # The sample or task the running requests belong to (set per sample by the harnesses): sent as
-# the routing key of vllm-router's consistent_hash policy (X-Session-ID) and sglang-router's
-# manual policy (X-SMG-Routing-Key), so one sample's requests meet their screenshot again in one
-# replica's prefix and encoder caches. Servers and other routers ignore both headers.
+# the routing key of vllm-router's sticky_least_loaded and consistent_hash (X-Session-ID) and
+# sglang-router's manual policy (X-SMG-Routing-Key), so one sample's requests meet their
+# screenshot again in one replica's prefix and encoder caches. Servers ignore both headers.
 SESSION: ContextVar[str | None] = ContextVar("regionfocus_session", default=None)
 
 # Parameters the chat-completions endpoint takes by name; any other sampling option (top_k,
