@@ -326,8 +326,12 @@ def _inset(
     return None
 
 
-def plan(size: tuple[int, int], points: Sequence[Point], names: Sequence[str], style: Style) -> StarMap:
-    """Lay out the stars and tags for ``points`` (see the module docstring for the rule)."""
+def plan(
+    size: tuple[int, int], points: Sequence[Point], names: Sequence[str], style: Style, magnify: bool = True
+) -> StarMap:
+    """Lay out the stars and tags for ``points`` (see the module docstring for the rule).
+    ``magnify=False``: no insets, for an image the model answers with a point on (an inset
+    shows screen content twice, and a point on the copy is not where it seems)."""
     n = len(points)
     near = [
         min((points[i].distance(q) for j, q in enumerate(points) if j != i), default=math.inf)
@@ -360,7 +364,7 @@ def plan(size: tuple[int, int], points: Sequence[Point], names: Sequence[str], s
         busy: list[Rect] = []  # inset boxes and sources
         grew = False
         for members in groups.values():
-            if len(members) < 2 or not any(names[i] for i in members):
+            if not magnify or len(members) < 2 or not any(names[i] for i in members):
                 continue
             made = _inset(size, members, points, names, style, squares + busy)
             if made is None:

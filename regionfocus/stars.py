@@ -47,40 +47,56 @@ def _labels(points: Sequence[Point], labels: Sequence[str] | None) -> list[str]:
 
 
 def _plan(
-    size: tuple[int, int], points: Sequence[Point], labels: Sequence[str] | None, scale: float
+    size: tuple[int, int],
+    points: Sequence[Point],
+    labels: Sequence[str] | None,
+    scale: float,
+    magnify: bool = True,
 ) -> tuple[StarMap, Style]:
     style = Style.of(size, scale)
-    return plan(size, points, _labels(points, labels), style), style
+    return plan(size, points, _labels(points, labels), style, magnify), style
 
 
 def label_layout(
-    size: tuple[int, int], points: Sequence[Point], labels: Sequence[str] | None = None, scale: float = 1.0
+    size: tuple[int, int],
+    points: Sequence[Point],
+    labels: Sequence[str] | None = None,
+    scale: float = 1.0,
+    magnify: bool = True,
 ) -> list[Box | None]:
     """Where :func:`draw_stars` puts each number tag, as boxes in screenshot pixels (white rim
     included), ``None`` for an empty label. A tag covers ``[left, right) x [top, bottom)``,
     inside the image, clear of every star's full-size square, every other tag and every inset;
     it is nearer its own star than any other (in an inset: its star there) unless there is no
     room at all (see :mod:`regionfocus.star_layout`)."""
-    return [m.tag for m in _plan(size, points, labels, scale)[0].marks]
+    return [m.tag for m in _plan(size, points, labels, scale, magnify)[0].marks]
 
 
 def star_extent(
-    size: tuple[int, int], points: Sequence[Point], labels: Sequence[str] | None = None, scale: float = 1.0
+    size: tuple[int, int],
+    points: Sequence[Point],
+    labels: Sequence[str] | None = None,
+    scale: float = 1.0,
+    magnify: bool = True,
 ) -> list[Box]:
     """For each point, a box holding every pixel :func:`draw_stars` may change for it: its
     star, its tag, the leader line between them, and for a crowded point its inset, the frame
     round its region and the line joining them (screenshot pixels, may reach past the image's
     edges). Code that compares a starred image with the clean one should look inside these
     boxes rather than assume a fixed distance from the point."""
-    star_map, style = _plan(size, points, labels, scale)
+    star_map, style = _plan(size, points, labels, scale, magnify)
     return extents(star_map, style)
 
 
 def star_map(
-    size: tuple[int, int], points: Sequence[Point], labels: Sequence[str] | None = None, scale: float = 1.0
+    size: tuple[int, int],
+    points: Sequence[Point],
+    labels: Sequence[str] | None = None,
+    scale: float = 1.0,
+    magnify: bool = True,
 ) -> StarMap:
     """The whole layout :func:`draw_stars` draws for ``points`` on an image of ``size``."""
-    return _plan(size, points, labels, scale)[0]
+    return _plan(size, points, labels, scale, magnify)[0]
 
 
 def _star_polygon(c: Point, r: float) -> list[tuple[float, float]]:
@@ -242,6 +258,7 @@ def draw_stars(
     in_place: bool = False,
     origin: tuple[int, int] = (0, 0),
     frame: tuple[int, int] | None = None,
+    magnify: bool = True,
 ) -> Image.Image:
     """A copy of ``image`` with a numbered pink star at each point (pixels of ``image``).
 
@@ -257,7 +274,7 @@ def draw_stars(
     ``origin``/``frame``: ``image`` is the crop at ``origin`` of an image of size ``frame`` and
     ``points`` are in the frame's pixels: the layout is the whole frame's and the part inside
     the crop is drawn, pixel for pixel as on the whole image (see :func:`star_extent` for the
-    crop).
+    crop). ``magnify=False``: no inset (an image the model answers with a point on).
     """
     names = _labels(points, labels)
     if in_place and image.mode == "RGB":
@@ -275,7 +292,7 @@ def draw_stars(
         whole = (int(frame[0]), int(frame[1])) if frame is not None else out.size
     full = Style.of(whole, scale)
     pen = _Pen(out, Style.of(out.size, scale, whole) if k != (1.0, 1.0) else full, full, k, origin)
-    layout = plan(whole, points, names, full)
+    layout = plan(whole, points, names, full, magnify)
     pictures = [pen.zoomed(ins, whole) for ins in layout.insets]  # before anything is drawn on
     for ins in layout.insets:  # the crowd's region, framed and joined to its inset
         pen.line(_near_point(ins.source, ins.box.center), _near_point(ins.box, ins.source.center))
@@ -306,6 +323,7 @@ async def mark_for_model(
     labels: Sequence[str] | None = None,
     *,
     scale: float = 1.0,
+    magnify: bool = True,
 ) -> Image.Image:
     """The image to give ``model`` in place of ``image`` with numbered stars at ``points``
     (pixels of ``image``, the screenshot).
@@ -314,11 +332,13 @@ async def mark_for_model(
     stars on the copy of the screenshot it already made at the size it sees: no full-resolution
     copy, no second resize, the same look (sizes are relative to the screenshot). Any other
     model gets a full-resolution annotated copy, as before, and resizes it itself.
+    ``magnify=False`` (a request answered with a point): crowds are drawn without an inset; the
+    few maps that would have one are drawn at full resolution (``annotate`` always magnifies).
     """
     annotate = getattr(model, "annotate", None)
-    if callable(annotate):
+    if callable(annotate) and (magnify or not star_map(image.size, points, labels, scale).insets):
         return await annotate(image, points, labels, scale=scale)
-    return draw_stars(image, points, labels, scale=scale)
+    return draw_stars(image, points, labels, scale=scale, magnify=magnify)
 
 
 def draw_boxes(image: Image.Image, boxes: Sequence[Box]) -> Image.Image:

@@ -180,3 +180,31 @@ def test_a_model_size_copy_draws_inside_the_screenshots_extents(scale):
         ] = True
     assert changed.any() and not (changed & ~inside).any()
     assert len(star_map(UHD, pts).insets) == 2  # both crowds magnified, whatever the copy's size
+
+
+async def test_no_inset_for_an_image_answered_with_a_point():
+    """``magnify=False`` (history stars on the focal request: the model answers with a point,
+    and a point on an inset's copy of the screen is not where it seems): crowds stay in place,
+    stars shrunk, tags clear of every star; a map without a crowd still goes to the model's
+    own model-size copy."""
+    from regionfocus.adapters.registry import get_adapter
+    from regionfocus.stars import mark_for_model
+
+    pts = crowd("3 @ 18 px, a column", "light text")
+    assert star_map(UHD, pts).insets
+    m = star_map(UHD, pts, magnify=False)
+    assert not m.insets and all(k.at == k.point for k in m.marks)
+    assert [k.r for k in m.marks] == [10, 10, 10]
+    for t in label_layout(UHD, pts, magnify=False):
+        assert not any(overlaps(t, star_square(p, UHD)) for p in pts)
+    adapter = get_adapter("qwen2.5-vl", max_pixels=1003520)
+    shot = crowded_screen()
+    out = await mark_for_model(adapter, shot, pts, magnify=False)
+    assert out.size == shot.size  # drawn at full resolution: the adapter's annotate magnifies
+    changed = (np.asarray(out) != np.asarray(shot)).any(-1)
+    inside = np.zeros(changed.shape, bool)
+    for b in star_extent(UHD, pts, magnify=False):
+        inside[int(b.top) : int(b.bottom) + 1, int(b.left) : int(b.right) + 1] = True
+    assert changed.any() and not (changed & ~inside).any()
+    lone = await mark_for_model(adapter, shot, [Point(900, 900)], magnify=False)
+    assert lone.size == adapter.input_size(shot.size)
