@@ -137,7 +137,11 @@ class RegionFocus:
         on_image = self.config.history == "image"
         image = screenshot
         if history and on_image:
-            image = await mark_for_model(self.model, screenshot, history, scale=self.config.star_scale)
+            # The model answers this request with a point: a crowd's magnified inset would put
+            # the points it sees where they are not, so the stars stay on the screen itself.
+            image = await mark_for_model(
+                self.model, screenshot, history, scale=self.config.star_scale, magnify=False
+            )
         ladder = (None, *self.config.focal_retry_temperatures)
         for attempt, temperature in enumerate(ladder):
             kind = "focal" if attempt == 0 else f"focal-retry{attempt}"

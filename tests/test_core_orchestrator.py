@@ -271,3 +271,22 @@ def test_trace_serialises(proposer):
     assert len(d["views"]) == len(d["boxes"])
     assert d["focal"] == ([5.0, 5.0] if proposer == "fixed" else None)
     assert {"size", "box", "scale_x", "scale_y"} <= set(d["views"][0])
+
+
+async def test_crowded_history_on_the_focal_request_has_no_magnified_inset():
+    """The focal request is answered with a point: its history stars are drawn where they are,
+    never as a magnified inset whose copies of the points would sit elsewhere."""
+    from regionfocus.stars import draw_stars, star_map
+
+    seen = {}
+
+    def focal(image, query, avoid, avoid_on_image, **k):
+        seen["image"] = image
+        return ModelReply("p", point=Point(300, 300))
+
+    hist = [Point(800, 500), Point(809, 500), Point(800, 509)]  # a crowd: stars overlap
+    assert star_map(SCREEN.size, hist, [str(i) for i in range(1, 4)]).insets  # would be magnified
+    await RegionFocus(ScriptedModel(on_focal=focal, on_act=view_center_act)).refine(SCREEN, Q, history=hist)
+    plain = draw_stars(SCREEN, hist, magnify=False)
+    assert np.array_equal(np.asarray(seen["image"]), np.asarray(plain))
+    assert not np.array_equal(np.asarray(plain), np.asarray(draw_stars(SCREEN, hist)))
