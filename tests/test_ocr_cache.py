@@ -10,6 +10,7 @@ import threading
 import pytest
 from PIL import Image, ImageDraw
 
+from regionfocus.actions import click
 from regionfocus.adapters.agents.ocr import OcrAgent, _EnginePool
 from regionfocus.adapters.agents.ocr_seen import Seen, SeenCache
 from regionfocus.geometry import Box
@@ -132,3 +133,24 @@ def test_cache_waits_for_a_read_under_way_and_retries_a_failed_one():
     with pytest.raises(RuntimeError):
         cache.get("j", broken)
     assert cache.get("j", _seen) is not None and cache.reads == 3  # not remembered as read
+
+
+def test_a_crowded_choice_map_is_read_through_the_clean_copy(screen):
+    """Candidates that crowd are drawn with a magnified inset far from their points: the agent
+    still recognises the map as the screen it read, since it compares only outside what the
+    stars drew (stars.star_extent), and asks the engine nothing more."""
+    from regionfocus.model import Option
+    from regionfocus.stars import star_map
+
+    agent = OcrAgent()
+    q = Query('click "Analytics"')
+    asyncio.run(agent.act(screen.image, q))
+    p = screen.labels["Analytics"].center
+    crowd = [p, type(p)(p.x + 9, p.y), type(p)(p.x, p.y + 9)]
+    labels = ["1", "2", "3"]
+    assert star_map(screen.image.size, crowd, labels).insets  # this map has an inset
+    before = engine_calls(agent)
+    options = [Option(i + 1, click(c.x, c.y), True) for i, c in enumerate(crowd)]
+    reply = asyncio.run(agent.choose(draw_stars(screen.image, crowd, labels), q, options))
+    assert engine_calls(agent) == before
+    assert reply.choice in (1, 2, 3)

@@ -39,7 +39,7 @@ from regionfocus.adapters.perception.ocr_text import (
 )
 from regionfocus.geometry import Box, Point, box_around
 from regionfocus.model import Avoid, ModelReply, Option, Query, Usage, Verdict
-from regionfocus.stars import star_radius
+from regionfocus.stars import star_extent, star_radius
 
 DEFAULT_BUDGET = 1_000_000  # px; about what a 7B VLM sees of a screenshot (~1280x768)
 
@@ -290,31 +290,30 @@ class OcrAgent:
     def _clean_base(self, size: tuple[int, int], array: np.ndarray, points: Sequence[Point]) -> Seen | None:
         h, w = array.shape[:2]
         sx, sy = size[0] / w, size[1] / h
-        # A star and its number tag fit within ~4 star radii of its point (see stars.py).
-        reach = 4.0 * star_radius(size) / min(sx, sy) + 3.0
-        pts = np.array([[p.x / sx, p.y / sy] for p in points])
+        # Where the stars may have drawn (star, tag, leader, a crowd's inset and its frame), in
+        # budget pixels with a margin for the resize: the only pixels allowed to differ.
+        drawn = np.zeros((h, w), dtype=bool)
+        for b in star_extent(size, points):
+            drawn[
+                max(0, math.floor(b.top / sy) - 2) : max(0, math.ceil(b.bottom / sy) + 3),
+                max(0, math.floor(b.left / sx) - 2) : max(0, math.ceil(b.right / sx) + 3),
+            ] = True
         cands = [s for s in self.cache.recent() if s.size == size and s.array.shape == array.shape]
         cands.sort(key=lambda s: s.through_stars)  # stable: clean reads first, most recent first
         for seen in cands:
             # Every 8th pixel first: a different screen is rejected without the full diff.
             if all(
-                self._differs_only_near(seen.array[::s, ::s], array[::s, ::s], pts / s, reach / s)
+                self._differs_only_where(seen.array[::s, ::s], array[::s, ::s], drawn[::s, ::s])
                 for s in (8, 1)
             ):
                 return seen
         return None
 
     @staticmethod
-    def _differs_only_near(a: np.ndarray, b: np.ndarray, pts: np.ndarray, reach: float) -> bool:
-        """True when every pixel where ``a`` and ``b`` differ lies within ``reach`` of a point."""
+    def _differs_only_where(a: np.ndarray, b: np.ndarray, allowed: np.ndarray) -> bool:
+        """True when every pixel where ``a`` and ``b`` differ is an ``allowed`` one."""
         diff = np.abs(a.astype(np.int16) - b.astype(np.int16)).max(axis=2) > 24
-        ys, xs = np.nonzero(diff)
-        if len(xs) > len(pts) * math.pi * (reach + 1) ** 2:
-            return False
-        if not len(xs):
-            return True
-        d2 = (xs[:, None] - pts[None, :, 0]) ** 2 + (ys[:, None] - pts[None, :, 1]) ** 2
-        return bool(d2.min(axis=1).max() <= (reach + 1) ** 2)
+        return not bool((diff & ~allowed).any())
 
     async def _look(self, image: Image.Image, points: Sequence[Point] = ()) -> Seen:
         return await asyncio.to_thread(self._see_starred, image, list(points))
