@@ -145,6 +145,44 @@ def build_model(args: argparse.Namespace, concurrency: int = 1, coat=None) -> Gr
     return model
 
 
+def add_second_agent_arguments(parser: argparse.ArgumentParser) -> None:
+    """--second-agent, --second-base-url, --second-model: a second model for a strategy that
+    routes between two (the rest of the agent flags apply to both)."""
+    g = parser.add_argument_group(
+        "second model (for a strategy that routes between two, e.g. zoom-consistency)"
+    )
+    g.add_argument("--second-agent", metavar="F", help="the second model's family (names as --agent)")
+    g.add_argument(
+        "--second-base-url",
+        action="append",
+        dest="second_base_urls",
+        metavar="URL",
+        help="its OpenAI-compatible endpoint; repeat like --base-url. --api-key-env, --timeout, "
+        "--max-in-flight, --temperature and --image-format apply to it as to the first",
+    )
+    g.add_argument("--second-model", metavar="NAME", help="model name on that server (default: --model)")
+
+
+def build_second_model(args: argparse.Namespace, concurrency: int = 1) -> GroundingModel | None:
+    """The model of --second-*, built like the first by :func:`build_model`; None without
+    --second-agent. Raises ValueError naming the --second flag to fix."""
+    if not args.second_agent:
+        if args.second_base_urls or args.second_model:
+            raise ValueError(
+                "--second-base-url and --second-model need --second-agent (the second model's family)"
+            )
+        return None
+    local = args.second_agent in LOCAL_AGENTS or args.backend == "hf"
+    if not local and not args.second_base_urls:
+        raise ValueError(f"--second-agent {args.second_agent} needs --second-base-url (its server)")
+    second = {
+        "agent": args.second_agent,
+        "base_urls": args.second_base_urls,
+        "model": args.second_model or args.model,
+    }
+    return build_model(argparse.Namespace(**{**vars(args), **second}), concurrency)
+
+
 def request_identity(model: GroundingModel) -> dict:
     """What shapes every request the model is sent, beyond the flags a harness pins by name:
     the family, its resize rule (the pixels the model sees), the answer budget, and how images

@@ -62,7 +62,7 @@ SUBCOMMANDS = ("report", "compare", "merge", "build-sample")
 
 
 def run_parser() -> argparse.ArgumentParser:
-    from regionfocus.adapters.cli_args import add_agent_arguments
+    from regionfocus.adapters.cli_args import add_agent_arguments, add_second_agent_arguments
     from regionfocus.kit.flags import add_regionfocus_arguments
     from regionfocus.kit.shards import add_shard_argument
 
@@ -118,8 +118,8 @@ def run_parser() -> argparse.ArgumentParser:
         help="test-time strategies to compare on the same samples, comma-separated "
         "(regionfocus,zoomclick,narrowing,...; 'all' = every one that needs no second model; "
         "`regionfocus strategies` lists them). The baseline runs once; each writes "
-        "results_<name>.json and a row of the comparison in summary.md and report.html. "
-        "Default: regionfocus",
+        "results_<name>.json and a row of the comparison in summary.md and report.html; "
+        "zoom-consistency routes between --agent and --second-agent when given. Default: regionfocus",
     )
     r.add_argument(
         "--image-workers",
@@ -145,6 +145,7 @@ def run_parser() -> argparse.ArgumentParser:
     )
     add_shard_argument(r)
     add_agent_arguments(p)
+    add_second_agent_arguments(p)
     add_regionfocus_arguments(p)
     return p
 
@@ -158,6 +159,12 @@ def _identity(args: argparse.Namespace, data_dir: Path, fmt: str) -> dict[str, A
         "data": str(data_dir.resolve()),
         "agent": args.agent,
         "model": args.model,
+        # Pinned only when given: folders of one-model runs resume.
+        **(
+            {"second_agent": args.second_agent, "second_model": args.second_model or args.model}
+            if args.second_agent
+            else {}
+        ),
         "backend": args.backend if args.agent != "ocr" else None,
         "temperature": args.temperature,
         "ocr_budget": args.ocr_budget,
@@ -200,7 +207,7 @@ def _builder():
 def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
     from PIL import Image
 
-    from regionfocus.adapters.cli_args import build_model, request_identity
+    from regionfocus.adapters.cli_args import build_model, build_second_model, request_identity
     from regionfocus.adapters.redact import redact_url
     from regionfocus.kit.flags import config_from_args
 
@@ -213,9 +220,11 @@ def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
     if args.concurrency < 1:
         raise ValueError(f"--concurrency must be >= 1, got {args.concurrency}")
     config = config_from_args(args)
-    from .strategies import resolve
+    from .strategies import resolve, second_options
 
     strategies = resolve(args.strategy)
+    second = build_second_model(args, concurrency=args.concurrency)
+    options = second_options(strategies, second)
     data_dir = _resolve_data(args.data)
     tasks = tuple(t.strip() for t in args.task.split(",") if t.strip()) if args.task != "all" else ()
     selection = Selection(
@@ -253,6 +262,11 @@ def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
         "limit": args.limit,
         "timeout": args.timeout,
         "base_urls": [redact_url(u) for u in args.base_urls] if args.base_urls else args.base_urls,
+        **(
+            {"second_base_urls": [redact_url(u) for u in args.second_base_urls]}
+            if args.second_base_urls
+            else {}
+        ),
         "max_in_flight": args.max_in_flight,
         "n_selected": len(samples),
     }
@@ -274,10 +288,13 @@ def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
                 strategies=strategies,
                 image_workers=args.image_workers,
                 tune_allocator=True,
+                options=options,
             )
         finally:
             if owned:
                 await _close(model)
+            if second is not None:
+                await _close(second)
 
     asyncio.run(run_then_close())
     print(table_for_run(out))

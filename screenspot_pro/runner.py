@@ -158,10 +158,11 @@ async def run_one(
     sample: Sample,
     strategies: Sequence[str] = (REGIONFOCUS,),
     decode_slots: asyncio.Semaphore | None = None,
+    options: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Predict one sample (baseline and, when enabled, RegionFocus in one pass), then run the
-    peer ``strategies`` from that baseline; any exception of the pass becomes an error record
-    (cancellation propagates)."""
+    peer ``strategies`` (built with their ``options``, by name) from that baseline; any
+    exception of the pass becomes an error record (cancellation propagates)."""
     t0 = time.perf_counter()
     try:
         if decode_slots is None:
@@ -175,7 +176,7 @@ async def run_one(
         if agent.enabled:
             extra["cost"][REGIONFOCUS] = totals(costs)
         if any(n != REGIONFOCUS for n in strategies):
-            peers = await run_peers(strategies, agent.model, image, sample.instruction, pred)
+            peers = await run_peers(strategies, agent.model, image, sample.instruction, pred, options)
             extra["strategies"] = peer_rows(sample, peers, [c for c in costs if c.kind == "act"])
         extra["peak_rss_mb"] = round(peak_rss_mb())  # the process's peak so far: the summary's max
         # Scoring reads what the model wrote too: inside the try, like the prediction.
@@ -237,6 +238,7 @@ async def run_samples(
     strategies: Sequence[str] = (REGIONFOCUS,),
     image_workers: int | None = None,
     tune_allocator: bool = False,
+    options: dict[str, dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """Run every sample not yet finished in ``folder`` with at most ``concurrency`` in flight;
     return the records of ``samples`` (old and new) in dataset order. ``folder``: an open
@@ -271,6 +273,7 @@ async def run_samples(
                 progress=progress,
                 strategies=strategies,
                 image_workers=image_workers,
+                options=options,
             )
     wanted = {s.id for s in samples}
     pending = [s for s in samples if s.id not in folder.done]
@@ -281,7 +284,7 @@ async def run_samples(
     async def worker(sample: Sample) -> None:
         SESSION.set(sample.id)  # this task's context: its requests route together
         async with sem:
-            rec = await run_one(agent, sample, strategies, decode_slots)
+            rec = await run_one(agent, sample, strategies, decode_slots, options)
         # No await between finishing and appending: cancellation cannot split them. A record
         # the log cannot take is replaced by an error record of the same shape.
         bar.update(folder.add(rec, fallback=lambda message: error_record(sample, message, rec["seconds"])))
@@ -312,11 +315,14 @@ async def run_screenspot(
     strategies: Sequence[str] | None = None,
     image_workers: int | None = None,
     tune_allocator: bool = False,
+    options: dict[str, dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """Pin the run's config to ``run_dir`` (refusing a different one), run what is missing and
     write results.json, results_baseline.json, summary.md and report.html atomically.
     ``strategies``: the strategies to compare (names of :mod:`regionfocus.strategies`); None:
-    RegionFocus alone when ``enabled``. RegionFocus runs when ``enabled`` and named."""
+    RegionFocus alone when ``enabled``. RegionFocus runs when ``enabled`` and named.
+    ``options``: each strategy's constructor keywords, by name (a second model:
+    :func:`~regionfocus.screenspot_pro.strategies.second_options`)."""
     from .report import write_reports
 
     run_dir = Path(run_dir)
@@ -337,6 +343,7 @@ async def run_screenspot(
             strategies=names,
             image_workers=image_workers,
             tune_allocator=tune_allocator,
+            options=options,
         )
     write_reports(run_dir, n_selected=len(samples))
     return records

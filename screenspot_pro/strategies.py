@@ -15,6 +15,7 @@ Costs include the baseline's own request for every row, so rows compare what a u
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Sequence
 from typing import Any
 
@@ -48,6 +49,25 @@ def resolve(spec: str | None) -> tuple[str, ...]:
             "(or 'all'; `regionfocus strategies` lists them)"
         )
     return tuple(dict.fromkeys(names))
+
+
+def second_options(names: Sequence[str], second: GroundingModel | None) -> dict[str, dict[str, Any]]:
+    """:func:`run_peers`'s options giving ``second`` to every named strategy that takes a second
+    model (a ``second`` keyword); {} without one. Raises ValueError when ``second`` is given
+    and none of ``names`` would use it."""
+    if second is None:
+        return {}
+    takers = [n for n in names if _takes_second(n)]
+    if not takers:
+        raise ValueError(
+            "--second-agent: no --strategy here uses a second model; the ones that do: "
+            + ", ".join(filter(_takes_second, STRATEGIES))
+        )
+    return {n: {"second": second} for n in takers}
+
+
+def _takes_second(name: str) -> bool:
+    return "second" in inspect.signature(STRATEGIES[name].factory).parameters
 
 
 def totals(calls: Sequence[CostedCall]) -> dict[str, Any]:
