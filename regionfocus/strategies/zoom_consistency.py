@@ -28,10 +28,9 @@ Deviations. Requests use each adapter's own grounding prompt, not the code's
 lines 14-42; see ``prompts/SOURCES.md``); the crop is resampled once, straight to the size the
 model sees for the whole screenshot (:func:`regionfocus.views.crop_view`), rather than to the
 screenshot's size and again by the processor; the consistency is measured on the step-2
-point after it is clamped into the screenshot. The ``regionfocus screenspot-pro`` command does
-not wire a second endpoint yet (its runner passes no strategy options): there the router runs
-its one-model form; :func:`regionfocus.screenspot_pro.strategies.run_peers` takes
-``options={"zoom-consistency": {"second": model}}``.
+point after it is clamped into the screenshot. From the command line the second model is
+``regionfocus screenspot-pro --strategy zoom-consistency --second-agent F --second-base-url URL``;
+without it the router runs its one-model form.
 """
 
 from __future__ import annotations
