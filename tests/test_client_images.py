@@ -176,7 +176,9 @@ async def test_vlm_agent_judges_the_annotated_model_image_in_screenshot_pixels()
 
     with ChatServer(respond) as srv:
         backend = OpenAIBackend([srv.base_url], model="m", max_retries=0)
-        adapter = get_adapter("qwen2.5-vl", backend=backend, max_pixels=1003520)
+        # Qwen3-VL: a family whose judge is our text, which writes the point (Qwen2.5-VL's is
+        # the authors', tests/test_official_templates.py).
+        adapter = get_adapter("qwen3-vl", backend=backend, max_pixels=1003520)
         pred = await RegionFocusAgent(adapter).predict(screen(), "open it")
         await backend.aclose()
         bodies = srv.stats.bodies
@@ -187,7 +189,7 @@ async def test_vlm_agent_judges_the_annotated_model_image_in_screenshot_pixels()
     assert img.size == ms
     # The point the model gave (300, 200) in its frame is the screenshot point it is asked about.
     assert "[300, 200]" in request_text(judge)
-    assert pred.final.point.distance(Point(300 * W / ms[0], 200 * H / ms[1])) < 1e-6
+    assert pred.final.point.distance(adapter.from_model(300, 200, (W, H))) < 1e-6
 
 
 async def test_stars_added_to_an_annotated_image_stay_in_screenshot_pixels():

@@ -270,6 +270,17 @@ class QwenAdapter(VlmAdapter):
             {"role": "user", "content": [{"type": "image", "image": image}, {"type": "text", "text": text}]},
         ]
 
+    def round_messages(self, kind: str, image: Image.Image, text: str) -> list[Message]:
+        # The authors' Qwen2.5-VL code sends its focal and selection requests after the
+        # computer_use system prompt of its grounding request; its judge request has none.
+        messages = super().round_messages(kind, image, text)
+        if kind == "judge":
+            return messages
+        return [
+            {"role": "system", "content": self.system_parts(*model_extent(self.frame, image.size))},
+            *messages,
+        ]
+
     def task_prompt(
         self, kind: str, image: Image.Image, given: tuple[int, int], query: Query, zoomed: bool
     ) -> Prompt:
@@ -349,11 +360,17 @@ class QwenAdapter(VlmAdapter):
 
 class Qwen25Adapter(QwenAdapter):
     """Qwen2.5-VL (3B/7B/32B/72B): absolute pixels of the resized image. Templates from the
-    official ScreenSpot-Pro evaluation (prompts/official/SOURCES.md)."""
+    official ScreenSpot-Pro evaluation; RegionFocus's focal, judge and selection requests from
+    the authors' ``models/qwen25vl_RegionFocus.py`` (prompts/official/SOURCES.md)."""
 
     name = "qwen2.5-vl"
     frame = "absolute"
     default_resize = ResizeSpec(28, 3136, 12845056)
+    round_prompts = {
+        "focal": "official/rf_official_qwen25vl_focal.txt",
+        "judge": "official/rf_official_qwen25vl_judge.txt",
+        "select": "official/rf_official_qwen25vl_select.txt",
+    }
     system_files = ("official/qwen25vl_screenspot_system_1.txt", "official/qwen25vl_screenspot_system_2.txt")
     prefill_file = "official/qwen25vl_screenspot_prefill.txt"
 

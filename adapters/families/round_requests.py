@@ -1,8 +1,13 @@
 """What a RegionFocus round asks a VLM family beyond its own next action: a focal point, a
 verdict on a starred point, a choice among numbered candidates, a region. Written once over the
 hooks every family adapter has (``_prepare``, ``_own_vars``, ``own_messages``, ``ask``, the frame
-maps and parsers of :class:`~regionfocus.adapters.families.vlm.VlmAdapter`); the prompts are
-ours (``rf_*.txt``)."""
+maps and parsers of :class:`~regionfocus.adapters.families.vlm.VlmAdapter`).
+
+The prompts are ours (``rf_*.txt``) except where a family names the authors' own text for a
+request in ``round_prompts`` (tiangeluo/RegionFocus, prompts/official/SOURCES.md): that text is
+sent, byte for byte, laid out by ``round_messages``, whenever the request is one the authors'
+static ScreenSpot-Pro code sends (grounding mode, no history, no stars of earlier attempts to
+avoid, every choice option a star)."""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ from collections.abc import Sequence
 
 from PIL import Image
 
+from regionfocus.adapters.backends.base import Message
 from regionfocus.adapters.families.answers import find_coordinates, parse_choice, parse_verdict
 from regionfocus.adapters.families.prompting import Prompt, given_size, render
 from regionfocus.geometry import Point
@@ -24,6 +30,22 @@ CHOICE_POINT_TOLERANCE = 0.02
 class RoundRequests:
     """The RegionFocus requests of :class:`~regionfocus.adapters.families.vlm.VlmAdapter`."""
 
+    # request kind ("focal", "judge", "select") -> the authors' text for it, under prompts/.
+    round_prompts: dict[str, str] = {}
+
+    def round_messages(self, kind: str, image: Image.Image, text: str) -> list[Message]:
+        """An authors' request as their code lays it out: one user turn, the image first."""
+        return [
+            {"role": "user", "content": [{"type": "image", "image": image}, {"type": "text", "text": text}]}
+        ]
+
+    def _official(self, kind: str, query: Query, **values: object) -> str | None:
+        """The authors' text for ``kind`` filled in, or None where their code has none."""
+        name = self.round_prompts.get(kind)
+        if name is None or query.mode != "grounding" or query.turns:
+            return None
+        return render(name, instruction=query.instruction, **values)
+
     async def propose_point(
         self, image: Image.Image, query: Query, avoid: Avoid, *, temperature: float | None = None
     ) -> ModelReply:
@@ -34,8 +56,11 @@ class RoundRequests:
         v = self._own_vars(query, given, v)
         v["avoid_block"] = self._avoid_block(avoid, avoid.on_image, given)
         v["point_format"] = self.point_format()
-        text = render("rf_focal.txt", **v).rstrip("\n")
-        prompt = Prompt(self.own_messages(resized, text))
+        official = None if avoid.points else self._official("focal", query)
+        if official is not None:
+            prompt = Prompt(self.round_messages("focal", resized, official))
+        else:
+            prompt = Prompt(self.own_messages(resized, render("rf_focal.txt", **v).rstrip("\n")))
         del resized
         answer, _, usage = await self.ask(prompt, temperature)
         action = self.parse_action(answer, *given)
@@ -52,8 +77,11 @@ class RoundRequests:
         given = given_size(image)
         v = self._own_vars(query, given, v)
         v["point"] = self.fmt_point(*self.to_model(point, given))
-        text = render("rf_judge.txt", **v).rstrip("\n")
-        prompt = Prompt(self.own_messages(resized, text))
+        official = self._official("judge", query)
+        if official is not None:
+            prompt = Prompt(self.round_messages("judge", resized, official))
+        else:
+            prompt = Prompt(self.own_messages(resized, render("rf_judge.txt", **v).rstrip("\n")))
         del resized
         answer, _, usage = await self.ask(prompt)
         return ModelReply(answer, verdict=parse_verdict(answer), usage=usage)
@@ -75,8 +103,15 @@ class RoundRequests:
             options_block="\n".join(self.describe_option(o, given) for o in options),
             last=str(options[-1].number) if options else "1",
         )
-        text = render("rf_choose.txt" if retry == 0 else "rf_choose_retry.txt", **v).rstrip("\n")
-        prompt = Prompt(self.own_messages(resized, text))
+        # The authors' selection text numbers its stars 1..n and has no retry of its own.
+        numbered = [o.number for o in options] == list(range(1, len(options) + 1))
+        starred_only = numbered and len(starred) == len(options) > 1 and retry == 0
+        official = self._official("select", query, n=len(options)) if starred_only else None
+        if official is not None:
+            prompt = Prompt(self.round_messages("select", resized, official))
+        else:
+            text = render("rf_choose.txt" if retry == 0 else "rf_choose_retry.txt", **v).rstrip("\n")
+            prompt = Prompt(self.own_messages(resized, text))
         del resized
         answer, _, usage = await self.ask(prompt)
         valid = [o.number for o in options]

@@ -224,6 +224,13 @@ class UiTarsAdapter(VlmAdapter):
     """
 
     default_history_images = 4  # + the current screenshot = 5 images, vLLM's --limit-mm-per-prompt
+    # The authors' models/uitars_RegionFocus.py (written for UI-TARS 1.0, 72B/7B-DPO; 1.5 has no
+    # text of its own there): the focal request is its grounding question again.
+    round_prompts = {
+        "focal": "official/rf_official_ground.txt",
+        "judge": "official/rf_official_uitars_judge.txt",
+        "select": "official/rf_official_uitars_select.txt",
+    }
 
     def parse_model_action(self, text: str) -> Action | None:
         return parse_uitars(text)
