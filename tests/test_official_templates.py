@@ -8,6 +8,7 @@ upstream's own placeholders must give the same bytes.
 from __future__ import annotations
 
 import hashlib
+import json
 
 import pytest
 from PIL import Image
@@ -168,3 +169,129 @@ async def test_qwen3_grounding_declares_the_cookbook_tool_on_a_1000_screen():
         and '{"type": "function", "function": {"name": "computer_use"' in parts[1]
     )
     assert prefill["content"].endswith('"coordinate": [')
+
+
+# ------------------------------------------------------------------ RegionFocus round requests
+# tiangeluo/RegionFocus @ f69575db (SOURCES.md): the authors' texts for each family and request.
+ROUND_FILES = {
+    "qwen2.5-vl": {
+        "focal": "official/rf_official_qwen25vl_focal.txt",
+        "judge": "official/rf_official_qwen25vl_judge.txt",
+        "select": "official/rf_official_qwen25vl_select.txt",
+    },
+    # models/uitars_RegionFocus.py serves UI-TARS-72B-DPO / 7B-DPO (1.0); 1.5 gets the same texts.
+    **{
+        family: {
+            "focal": "official/rf_official_ground.txt",
+            "judge": "official/rf_official_uitars_judge.txt",
+            "select": "official/rf_official_uitars_select.txt",
+        }
+        for family in ("uitars-1.0", "uitars-1.5")
+    },
+}
+
+
+def _round_request(req: dict) -> tuple[list[dict], dict]:
+    """(system parts, user turn) of a one-question request; no pre-fill."""
+    assert "continue_final_message" not in req
+    *system, user = req["messages"]
+    assert user["role"] == "user" and [p["type"] for p in user["content"]] == ["image", "text"]
+    return (system[0]["content"] if system else []), user
+
+
+@pytest.mark.parametrize("family", sorted(ROUND_FILES))
+async def test_regionfocus_round_requests_are_the_authors_texts(family):
+    """Focal, judge and selection in the static setting: the authors' text with the instruction
+    (and the number of stars) filled in, after the image, in one user turn; Qwen2.5-VL's focal
+    and selection after the grounding request's computer_use system prompt, its judge alone."""
+    from regionfocus.actions import Action, ActionType
+    from regionfocus.geometry import Point
+    from regionfocus.model import Avoid, Option
+
+    backend = Capture()
+    adapter = get_adapter(family, backend=backend)
+    shot = Image.new("RGB", (1920, 1080))
+    query = Query(INSTRUCTION)
+    await adapter.act(shot, query)
+    grounding_system = backend.requests[0]["messages"][0]["content"] if family.startswith("qwen") else []
+    files = ROUND_FILES[family]
+    assert adapter.round_prompts == files
+
+    await adapter.propose_point(shot, query, Avoid())
+    await adapter.judge(shot, query, Point(100, 100))
+    stars = [Option(i, Action(ActionType.CLICK, Point(100 * i, 100)), True) for i in (1, 2, 3)]
+    await adapter.choose(shot, query, stars)
+    focal, judge, select = (_round_request(r) for r in backend.requests[1:])
+    assert focal[1]["content"][1]["text"] == render(files["focal"], instruction=INSTRUCTION)
+    assert judge[1]["content"][1]["text"] == render(files["judge"], instruction=INSTRUCTION)
+    assert select[1]["content"][1]["text"] == render(files["select"], instruction=INSTRUCTION, n=3)
+    assert "potential points (numbered 1-3)" in select[1]["content"][1]["text"]
+    assert focal[0] == select[0] == grounding_system and judge[0] == []
+
+    # Where the authors' code has no text: ours (stars to avoid, a retry, a text option, a live task).
+    await adapter.propose_point(shot, query, Avoid([Point(5, 5)]))
+    await adapter.choose(shot, query, stars, retry=1)
+    await adapter.choose(shot, query, [*stars, Option(4, Action(ActionType.TYPE, text="x"), False)])
+    await adapter.judge(shot, Query(INSTRUCTION, "agent"), Point(100, 100))
+    for req in backend.requests[4:]:
+        text = req["messages"][-1]["content"][-1]["text"]
+        assert not any(text == render(f, instruction=INSTRUCTION, n=3) for f in files.values())
+        assert "already tried" in text or "Selected point: N" in text or "Verdict: YES" in text
+
+
+async def test_qwen3_rounds_keep_our_texts():
+    assert get_adapter("qwen3-vl").round_prompts == {}
+
+
+def _answer_at(family: str, image: Image.Image, fx: float, fy: float) -> str:
+    """A ``family`` answer at (fx, fy) of the image it received, in its own frame and in the
+    format the authors' code parses (Qwen: a computer_use tool call; UI-TARS: bare "(x,y)")."""
+    if family == "uitars-1.0":
+        return f"({round(fx * 1000)},{round(fy * 1000)})"
+    x, y = round(fx * image.width), round(fy * image.height)
+    if family == "uitars-1.5":
+        return f"({x},{y})"
+    call = {"name": "computer_use", "arguments": {"action": "left_click", "coordinate": [x, y]}}
+    return "<tool_call>\n" + json.dumps(call) + "\n</tool_call>"
+
+
+@pytest.mark.parametrize("family", sorted(ROUND_FILES))
+async def test_static_prediction_over_http_sends_the_authors_texts_and_reads_their_answers(family):
+    """A whole static prediction through the HTTP backend: the bodies the server receives carry
+    the authors' judge, focal and selection texts, and answers in their formats are read (a
+    rejection in prose containing "not", a focal point, "Selected point: 2")."""
+    from regionfocus.adapters.backends.openai_http import OpenAIBackend
+    from regionfocus.agent import RegionFocusAgent
+    from tests.chat_server import ChatServer, request_images, request_text
+
+    files = ROUND_FILES[family]
+    seen = []
+
+    def respond(body):
+        text = request_text(body).split("\n")[-1] if family.startswith("qwen") else request_text(body)
+        (image,) = request_images(body)
+        if text == render(files["judge"], instruction=INSTRUCTION):
+            seen.append("judge")
+            return "NO, the pink star is on the menu bar, not on the Layers panel button."
+        if text == render(files["focal"], instruction=INSTRUCTION):
+            seen.append("focal")
+            return _answer_at(family, image, 0.5, 0.5)
+        if text.startswith("In the image, I've identified 4 potential points (numbered 1-4)"):
+            assert text == render(files["select"], instruction=INSTRUCTION, n=4)
+            seen.append("select")
+            return 'Point 1 is on the title bar.\nPoint 2 sits on the "Layers" button.\nSelected point: 2'
+        seen.append("act")  # the baseline, then one request per view: a quarter into the image
+        return _answer_at(family, image, 0.25, 0.25)
+
+    with ChatServer(respond) as srv:
+        backend = OpenAIBackend([srv.base_url], model="m", max_retries=0)
+        pred = await RegionFocusAgent(get_adapter(family, backend=backend)).predict(
+            Image.new("RGB", (1920, 1080), "white"), INSTRUCTION
+        )
+        await backend.aclose()
+    assert seen[:3] == ["act", "judge", "focal"] and seen[-1] == "select" and seen.count("act") == 5
+    assert pred.verdict.value == "no" and pred.trigger == "self-judge"
+    (rnd,) = pred.rounds
+    assert rnd.focal_source == "model" and abs(rnd.focal.x - 960) < 2 and abs(rnd.focal.y - 540) < 2
+    assert len(rnd.merged) == 4 and rnd.choice == 2 and rnd.choice_method == "model"
+    assert pred.final == rnd.merged[1].action

@@ -41,6 +41,12 @@ from tests.test_screenspot_helpers import ColourModel, fresh_dataset
         ("It is correct, no doubt about it. Verdict: YES", Verdict.YES),  # contains "no"
         ("NOTE: the star sits on the label.\nVerdict: yes", Verdict.YES),  # contains "NO"
         ("Knowing the layout, the point is right.", Verdict.UNKNOWN),  # "know" -> not a verdict
+        # Answers to the authors' judge text ("Answer YES if ... Answer NO if ... Thoughts: ..."):
+        ("YES. The star is on the Layers button, not on its label.", Verdict.YES),  # "NO" in "not"
+        ("NO, the pink star is on the menu bar.", Verdict.NO),
+        ("**YES**\n\nThoughts: the star covers the Layers tab, which is correct.", Verdict.YES),
+        ("Answer: NO\nThoughts: the star is on the toolbar, not the panel.", Verdict.NO),
+        ("Thoughts: The pink star covers the Layers icon, which is correct.\n\nAnswer: YES", Verdict.YES),
     ],
 )
 def test_judge_reads_the_verdict_not_a_substring(answer, verdict):
