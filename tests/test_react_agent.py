@@ -291,3 +291,17 @@ async def test_regionfocus_round_in_text_maps_view_answers_back_and_keeps_histor
     assert all("Points already tried without effect" in r for r in view_reqs)
     assert any(re.search(r"1\. \[\d+, \d+\]", r) for r in view_reqs)
     assert res.choice_method in ("model", "single")
+
+
+def test_click_element_on_a_phrase_inside_a_longer_line_clicks_the_phrase():
+    # "See the urldefrag() function." read as one OCR line, with its word boxes.
+    words = (Box(10, 50, 40, 66), Box(46, 50, 76, 66), Box(82, 50, 182, 66), Box(188, 50, 400, 66))
+    line = ScreenElement("text", "See the urldefrag() function.", Box(8, 48, 402, 68), words=words)
+    screen = ScreenText((500, 300), [line])
+    p = parse_answer(
+        json.dumps({"commands": [{"name": "CLICK_ELEMENT", "args": {"element": "'urldefrag()'"}}]}),
+        screen=screen,
+    )
+    assert p.errors == []
+    [action] = p.actions
+    assert words[2].contains(action.point) and not words[2].contains(line.center)

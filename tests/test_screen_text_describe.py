@@ -9,7 +9,14 @@ import pytest
 from PIL import Image, ImageDraw, ImageFont
 
 from regionfocus.adapters.describe_cli import describe_screen_command
-from regionfocus.adapters.perception.screen_text import ScreenElement, ScreenText, describe_screen, scale_box
+from regionfocus.adapters.perception.ocr_text import TextLine, split_words
+from regionfocus.adapters.perception.screen_text import (
+    ScreenElement,
+    ScreenText,
+    describe_screen,
+    scale_box,
+    with_words,
+)
 from regionfocus.adapters.perception.ui_detect import ElementDetector, OpenCvDetector
 from regionfocus.geometry import Box
 
@@ -149,3 +156,53 @@ def test_describe_screen_command(tmp_path, capsys):
     assert "no such image" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         describe_screen_command([str(path), "--ignore", "1,2,3"])
+
+
+def _sentence(words: list[str], size: int = 18) -> tuple[Image.Image, TextLine, list[Box]]:
+    """A line of running text drawn with a proportional font, its line box (as OCR gives it,
+    with a margin) and each word's true box."""
+    f = _font(size)
+    im = Image.new("RGB", (900, 60), "white")
+    d = ImageDraw.Draw(im)
+    # A code span's tinted background, under the third word: not ink.
+    text = " ".join(words)
+    truth = []
+    for i, w in enumerate(words):
+        x0 = 20 + d.textlength(" ".join(words[:i]) + (" " if i else ""), font=f)
+        truth.append(Box(x0, 15, x0 + d.textlength(w, font=f), 15 + size))
+    d.rectangle((truth[2].left - 3, 12, truth[2].right + 3, 18 + size), fill=(236, 240, 243))
+    d.text((20, 15), text, fill="black", font=f)
+    return im, TextLine(text, 0.95, Box(12, 10, 30 + d.textlength(text, font=f), 20 + size)), truth
+
+
+def test_words_of_a_line_get_their_own_boxes():
+    words = "Use the urldefrag() function, or WWWWW iiiii when a link sits mid-sentence".split()
+    im, line, truth = _sentence(words)
+    [placed] = with_words(im, [line])
+    assert len(placed.words) == len(words)
+    for w, t in zip(placed.words, truth, strict=True):
+        assert t.contains(w.center), (w, t)
+        assert abs(w.left - t.left) <= 3 and abs(w.right - t.right) <= 3
+
+
+def test_split_words_without_ink_gaps_keeps_the_advance_estimate():
+    line = TextLine("ab cd", 0.9, Box(0, 0, 100, 10))
+    words = split_words(line, [True] * 100)  # no gap anywhere: nothing to snap to
+    assert len(words) == 2 and words[0].left == 0 and words[1].right == 100
+    assert 40 < words[0].right < 60
+
+
+def test_a_phrase_inside_a_longer_line_is_located_in_its_own_box():
+    words = "Use the urldefrag() function, or WWWWW iiiii when a link sits mid-sentence".split()
+    im, line, truth = _sentence(words)
+    screen = describe_screen(im, lines=[line], detector=OpenCvDetector())
+    [entry] = screen.texts
+    assert entry.box == line.box and entry.text == line.text  # the description keeps the line
+    assert "words" in entry.to_dict()
+    hit = screen.locate("urldefrag()")
+    assert hit is not None and truth[2].contains(hit.center)
+    assert not truth[2].contains(entry.center)  # the line's centre is elsewhere
+    two = screen.locate("WWWWW iiiii")
+    assert two is not None and truth[5].left - 3 <= two.box.left and two.box.right <= truth[6].right + 3
+    assert screen.find("'urldefrag'").box == screen.locate("urldefrag").box
+    assert screen.locate("nowhere to be seen") is None

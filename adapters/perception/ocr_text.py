@@ -7,6 +7,7 @@ of whatever image the lines were read from (the caller owns the frame).
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -179,11 +180,14 @@ def parse_instruction(instruction: str) -> ParsedInstruction:
 
 @dataclass(frozen=True)
 class TextLine:
-    """One OCR line: its text, confidence in [0, 1] and XYXY box (pixels of the read image)."""
+    """One OCR line: its text, confidence in [0, 1] and XYXY box (pixels of the read image).
+    ``words``: one box per whitespace-separated word of ``text`` when known (see
+    :func:`split_words`), else empty."""
 
     text: str
     conf: float
     box: Box
+    words: tuple[Box, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -239,6 +243,64 @@ def _span_box(line: TextLine, start: int, end: int) -> Box:
     return Box(x0, b.top, x1, b.bottom)
 
 
+def split_words(line: TextLine, ink: Sequence[bool]) -> tuple[Box, ...]:
+    """One box per word of ``line.text``, from ``ink``: per pixel column of the line's box,
+    whether any glyph pixel is there. Each space between two words is placed by advance
+    widths along the inked extent, then snapped to the nearest ink-free run of columns at
+    least a tenth of the line height wide (the real space); a word then spans the ink between
+    its two spaces. A space with no such run within a line height keeps its estimate."""
+    spans = [(m.start(), m.end()) for m in re.finditer(r"\S+", line.text)]
+    cols = [i for i, v in enumerate(ink) if v]
+    if not spans or not cols:
+        return ()
+    b = line.box
+    x0, x1 = b.left + cols[0], b.left + cols[-1] + 1
+    inked = TextLine(line.text.strip(), line.conf, Box(x0, b.top, x1, b.bottom))
+    offset = len(line.text) - len(line.text.lstrip())
+    runs, start = [], None  # ink-free runs as (left, right) in image pixels
+    for i, v in enumerate([*ink, True]):
+        if not v and start is None:
+            start = i
+        elif v and start is not None:
+            if i - start >= max(1.0, 0.1 * b.height) and b.left + start > x0 and b.left + i < x1:
+                runs.append((b.left + start, b.left + i))
+            start = None
+    cuts, used = [], -1
+    for (_, e0), (s1, _) in zip(spans, spans[1:], strict=False):
+        est = _span_box(inked, e0 - offset, s1 - offset).center.x
+        near = [(abs((r[0] + r[1]) / 2 - est), k) for k, r in enumerate(runs) if k > used]
+        d, k = min(near, default=(math.inf, -1))
+        if d <= b.height:
+            cuts.append(runs[k])
+            used = k
+        else:
+            cuts.append((est, est))
+    edges = [(x0, x0), *cuts, (x1, x1)]
+    return tuple(
+        Box(edges[i][1], b.top, max(edges[i + 1][0], edges[i][1] + 1), b.bottom) for i in range(len(spans))
+    )
+
+
+def span_box(line: TextLine, start: int, end: int) -> Box:
+    """Characters [start, end) of ``line.text``: inside its word boxes when the line has them
+    (advance widths place characters within a word), else along the whole line box."""
+    spans = [(m.start(), m.end()) for m in re.finditer(r"\S+", line.text)]
+    if len(spans) != len(line.words) or not spans:
+        return _span_box(line, start, end)
+
+    def x_at(c: int, right: bool) -> float:
+        pairs = list(zip(spans, line.words, strict=True))
+        # An end index in a gap belongs to the word before it, a start index to the word after.
+        for (s, e), w in reversed(pairs) if right else pairs:
+            if (s < c) if right else (c < e):
+                k = min(c, e) - s if right else max(c, s) - s
+                return _span_box(TextLine(line.text[s:e], line.conf, w), 0, k).right
+        return line.words[0].left if right else line.words[-1].right
+
+    left = x_at(start, False)
+    return Box(left, line.box.top, max(x_at(end, True), left + 1), line.box.bottom)
+
+
 def match_line(target: str, line: TextLine, index: int = 0, factor: float = 1.0) -> Match | None:
     """The best match of ``target`` against the whole line or a contiguous run of its words.
 
@@ -280,7 +342,7 @@ def match_line(target: str, line: TextLine, index: int = 0, factor: float = 1.0)
     score, sim, start, end = best
     conf = min(max(line.conf, 0.0), 1.0)
     score *= (0.75 + 0.25 * conf) * factor
-    return Match(index, score, sim, line.text[start:end], _span_box(line, start, end))
+    return Match(index, score, sim, line.text[start:end], span_box(line, start, end))
 
 
 def best_matches(parsed: ParsedInstruction, lines: Sequence[TextLine]) -> list[Match]:

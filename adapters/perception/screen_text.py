@@ -29,7 +29,7 @@ import numpy as np
 from PIL import Image
 
 from regionfocus.adapters.agents.ocr import _EnginePool, usable_cores
-from regionfocus.adapters.perception.ocr_text import TextLine
+from regionfocus.adapters.perception.ocr_text import Match, TextLine, match_line, span_box, split_words
 from regionfocus.adapters.perception.ui_detect import DetectedElement, ElementDetector, OpenCvDetector
 from regionfocus.geometry import Box, Point
 
@@ -49,13 +49,14 @@ class ScreenElement:
     """One entry of the description. ``kind``: one of :data:`ELEMENT_KINDS`; ``text``: the text
     it shows (OCR), "" when none; ``box``: XYXY pixels of the described image; ``checked``:
     for checkboxes and radio buttons; ``conf``: the OCR confidence of its text (1.0 when the
-    element has none)."""
+    element has none); ``words``: for an OCR line, one box per word of ``text`` (may be empty)."""
 
     kind: str
     text: str
     box: Box
     checked: bool | None = None
     conf: float = 1.0
+    words: tuple[Box, ...] = ()
 
     @property
     def label(self) -> str:
@@ -94,6 +95,8 @@ class ScreenElement:
         }
         if self.checked is not None:
             d["checked"] = self.checked
+        if self.words:
+            d["words"] = [[round(v, 1) for v in w.to_list()] for w in self.words]
         return d
 
 
@@ -154,7 +157,30 @@ class ScreenText:
             for e in self.elements:
                 if key(e) in (want, bare):
                     return e
-        return None
+        return self.locate(bare)
+
+    def locate(self, phrase: str, min_similarity: float = 0.8) -> ScreenElement | None:
+        """``phrase`` where an OCR line shows it, with the phrase's own box: a link in a sentence
+        is clicked on the link, not at the centre of the sentence. None when no line matches it
+        at least ``min_similarity`` (fuzzy, OCR slips allowed)."""
+        best: tuple[float, ScreenElement, Match] | None = None
+        for e in self.texts:
+            line = TextLine(e.text, e.conf, e.box, e.words)
+            m = match_line(phrase, line)
+            if m is not None and m.similarity >= min_similarity and (best is None or m.score > best[0]):
+                best = (m.score, e, m)
+        if best is None:
+            return None
+        _, e, m = best
+        start = e.text.find(m.text)
+        # The matched run may carry punctuation ("str()," for "str"): keep the phrase itself.
+        inner = m.text.lower().find(phrase.strip().lower())
+        if inner >= 0:
+            start, m_len = start + inner, len(phrase.strip())
+        else:
+            m_len = len(m.text)
+        box = span_box(TextLine(e.text, e.conf, e.box, e.words), start, start + m_len)
+        return ScreenElement("text", e.text[start : start + m_len], box, None, e.conf)
 
     def to_dict(self) -> dict:
         return {"size": list(self.size), "elements": [e.to_dict() for e in self.elements]}
@@ -169,6 +195,26 @@ def read_lines(image: Image.Image, *, threads: int = 1, engines: int | None = No
     array = np.asarray(image.convert("RGB"), dtype=np.uint8)
     pool = _EnginePool.get(int(threads), int(engines or max(1, usable_cores() // int(threads))))
     return pool.read(array)
+
+
+def with_words(image: Image.Image, lines: Sequence[TextLine], contrast: int = 48) -> list[TextLine]:
+    """``lines`` with their word boxes (:func:`~regionfocus.adapters.perception.ocr_text.split_words`):
+    a column of a line's box holds ink when a pixel there differs from the box's median grey
+    by more than ``contrast`` (a code span's tinted background does not, its glyphs do)."""
+    gray = np.asarray(image.convert("L"), dtype=np.int16)
+    out = []
+    for ln in lines:
+        b = ln.box
+        x0, x1 = max(0, int(b.left)), min(gray.shape[1], int(np.ceil(b.right)))
+        y0, y1 = max(0, int(b.top)), min(gray.shape[0], int(np.ceil(b.bottom)))
+        if len(ln.text.split()) < 2 or x1 - x0 < 2 or y1 - y0 < 2:
+            out.append(ln)
+            continue
+        crop = gray[y0:y1, x0:x1]
+        ink = (np.abs(crop - np.median(crop)) > contrast).any(axis=0)
+        placed = TextLine(ln.text, ln.conf, Box(x0, b.top, x1, b.bottom))
+        out.append(TextLine(ln.text, ln.conf, ln.box, split_words(placed, ink.tolist())))
+    return out
 
 
 def merge(
@@ -230,7 +276,7 @@ def merge(
             out.append(ScreenElement(d.kind, d.text, d.box, d.checked, d.score))
     for i, ln in enumerate(readable):
         if i not in taken:
-            out.append(ScreenElement("text", ln.text.strip(), ln.box, None, ln.conf))
+            out.append(ScreenElement("text", ln.text.strip(), ln.box, None, ln.conf, ln.words))
     out.sort(key=lambda e: (round(e.box.top), e.box.left))
     return out
 
@@ -258,6 +304,7 @@ def describe_screen(
         raise ValueError(f"image too small to describe: {image.size}")
     t0 = time.perf_counter()
     read = list(lines) if lines is not None else read_lines(image)
+    read = with_words(image, read)
     t1 = time.perf_counter()
     found = (detector or OpenCvDetector()).detect(image, read)
     t2 = time.perf_counter()
