@@ -16,6 +16,7 @@ from PIL import Image
 from regionfocus.adapters import get_adapter
 from regionfocus.adapters.backends.base import ChatResponse
 from regionfocus.adapters.families.prompting import render
+from regionfocus.geometry import Point
 from regionfocus.model import Query
 
 # likaixin2000/ScreenSpot-Pro-GUI-Grounding, models/qwen2_5vl.py @ 588f1f25a59318d49cf2a657e8dc18529c723713:
@@ -27,12 +28,13 @@ INSTRUCTION = "open the Layers panel"
 
 
 class Capture:
-    def __init__(self):
+    def __init__(self, answer: str = ""):
         self.requests = []
+        self.answer = answer
 
     async def complete(self, messages, **options):
         self.requests.append({"messages": messages, **options})
-        return ChatResponse("")
+        return ChatResponse(self.answer)
 
     async def aclose(self):
         return None
@@ -177,6 +179,7 @@ ROUND_FILES = {
     "qwen2.5-vl": {
         "focal": "official/rf_official_qwen25vl_focal.txt",
         "judge": "official/rf_official_qwen25vl_judge.txt",
+        "zoom": "official/rf_official_qwen25vl_zoom.txt",
         "select": "official/rf_official_qwen25vl_select.txt",
     },
     # models/uitars_RegionFocus.py serves UI-TARS-72B-DPO / 7B-DPO (1.0); 1.5 gets the same texts.
@@ -184,6 +187,7 @@ ROUND_FILES = {
         family: {
             "focal": "official/rf_official_ground.txt",
             "judge": "official/rf_official_uitars_judge.txt",
+            "zoom": "official/rf_official_uitars_zoom.txt",
             "select": "official/rf_official_uitars_select.txt",
         }
         for family in ("uitars-1.0", "uitars-1.5")
@@ -295,3 +299,31 @@ async def test_static_prediction_over_http_sends_the_authors_texts_and_reads_the
     assert rnd.focal_source == "model" and abs(rnd.focal.x - 960) < 2 and abs(rnd.focal.y - 540) < 2
     assert len(rnd.merged) == 4 and rnd.choice == 2 and rnd.choice_method == "model"
     assert pred.final == rnd.merged[1].action
+
+
+@pytest.mark.parametrize("family", sorted(ROUND_FILES))
+async def test_view_request_is_the_authors_zoom_text_and_reads_their_bare_coordinates(family):
+    """``locate_in_view``: the authors' zoom text after the view (Qwen2.5-VL: after a
+    computer_use system prompt stating the view's own size, no pre-fill); UI-TARS answers
+    "x,y" as the zoom text asks, read as a click in the view's pixels."""
+    view = Image.new("RGB", (1280, 720))
+    backend = Capture()
+    adapter = get_adapter(family, backend=backend)
+    shown = (await adapter.model_image(view)).size
+    x, y = (400, 300) if family == "uitars-1.0" else (shown[0] * 4 // 10, shown[1] * 3 // 10)
+    # Qwen2.5-VL: a tool call; UI-TARS: "x,y" (its frame), as the zoom text asks.
+    backend.answer = (
+        _answer_at(family, Image.new("RGB", shown), 0.4, 0.3) if family.startswith("qwen") else f"{x},{y}"
+    )
+    reply = await adapter.locate_in_view(view, Query(INSTRUCTION))
+    system, user = _round_request(backend.requests[0])
+    assert user["content"][1]["text"] == render(ROUND_FILES[family]["zoom"], instruction=INSTRUCTION)
+    if family.startswith("qwen"):
+        assert system == adapter.system_parts(*shown)
+        assert f"{shown[0]}x{shown[1]}" in system[1]["text"]
+    else:
+        assert system == []
+    assert reply.point.distance(Point(512, 216)) < 2.5 and reply.action.type.value == "click"
+    # A live task's view: the family's own request.
+    await adapter.locate_in_view(view, Query(INSTRUCTION, "agent"))
+    assert render(ROUND_FILES[family]["zoom"], instruction=INSTRUCTION) not in str(backend.requests[1])

@@ -271,7 +271,7 @@ class QwenAdapter(VlmAdapter):
         ]
 
     def round_messages(self, kind: str, image: Image.Image, text: str) -> list[Message]:
-        # The authors' Qwen2.5-VL code sends its focal and selection requests after the
+        # The authors' Qwen2.5-VL code sends its focal, zoom and selection requests after the
         # computer_use system prompt of its grounding request; its judge request has none.
         messages = super().round_messages(kind, image, text)
         if kind == "judge":
@@ -360,7 +360,7 @@ class QwenAdapter(VlmAdapter):
 
 class Qwen25Adapter(QwenAdapter):
     """Qwen2.5-VL (3B/7B/32B/72B): absolute pixels of the resized image. Templates from the
-    official ScreenSpot-Pro evaluation; RegionFocus's focal, judge and selection requests from
+    official ScreenSpot-Pro evaluation; RegionFocus's focal, judge, zoom and selection requests from
     the authors' ``models/qwen25vl_RegionFocus.py`` (prompts/official/SOURCES.md)."""
 
     name = "qwen2.5-vl"
@@ -369,6 +369,7 @@ class Qwen25Adapter(QwenAdapter):
     round_prompts = {
         "focal": "official/rf_official_qwen25vl_focal.txt",
         "judge": "official/rf_official_qwen25vl_judge.txt",
+        "zoom": "official/rf_official_qwen25vl_zoom.txt",
         "select": "official/rf_official_qwen25vl_select.txt",
     }
     system_files = ("official/qwen25vl_screenspot_system_1.txt", "official/qwen25vl_screenspot_system_2.txt")

@@ -15,9 +15,16 @@ from collections.abc import Sequence
 
 from PIL import Image
 
+from regionfocus.actions import Action, ActionType
 from regionfocus.adapters.backends.base import Message
-from regionfocus.adapters.families.answers import find_coordinates, parse_choice, parse_verdict
+from regionfocus.adapters.families.answers import (
+    coords_from_value,
+    find_coordinates,
+    parse_choice,
+    parse_verdict,
+)
 from regionfocus.adapters.families.prompting import Prompt, given_size, render
+from regionfocus.adapters.model_text import bounded
 from regionfocus.geometry import Point
 from regionfocus.model import Avoid, ModelReply, Option, Query
 
@@ -30,7 +37,7 @@ CHOICE_POINT_TOLERANCE = 0.02
 class RoundRequests:
     """The RegionFocus requests of :class:`~regionfocus.adapters.families.vlm.VlmAdapter`."""
 
-    # request kind ("focal", "judge", "select") -> the authors' text for it, under prompts/.
+    # request kind ("focal", "judge", "zoom", "select") -> the authors' text for it, under prompts/.
     round_prompts: dict[str, str] = {}
 
     def round_messages(self, kind: str, image: Image.Image, text: str) -> list[Message]:
@@ -66,6 +73,24 @@ class RoundRequests:
         action = self.parse_action(answer, *given)
         point = self.parse_point(answer, *given)
         return ModelReply(answer, action=action, point=point, usage=usage)
+
+    async def locate_in_view(self, image: Image.Image, query: Query) -> ModelReply:
+        """RegionFocus's candidate request on a zoomed view: the authors' zoom text where the
+        family has one (static setting), else the family's own request on a view. Their answer
+        is bare coordinates ("x,y"), read as a click; an answer holding just two numbers (or four:
+        a box) gives them, as their ``pred_2_point`` reads it."""
+        official = self._official("zoom", query)
+        if official is None:
+            return await self.act(image, query, zoomed=True)
+        resized, ms, v = await self._prepare(image)
+        given = given_size(image)
+        answer, _, usage = await self.ask(Prompt(self.round_messages("zoom", resized, official)))
+        del resized
+        point = self.parse_point(answer, *given)
+        xy = coords_from_value(bounded(answer)) if point is None and isinstance(answer, str) else None
+        point = self.from_model(*xy, given) if xy else point
+        action = self.parse_action(answer, *given) or (Action(ActionType.CLICK, point) if point else None)
+        return ModelReply(answer, action=action, point=action.point if action else None, usage=usage)
 
     def point_format(self) -> str:
         """How a point is written in our own prompts' answer formats, in this family's frame."""

@@ -229,6 +229,7 @@ class UiTarsAdapter(VlmAdapter):
     round_prompts = {
         "focal": "official/rf_official_ground.txt",
         "judge": "official/rf_official_uitars_judge.txt",
+        "zoom": "official/rf_official_uitars_zoom.txt",
         "select": "official/rf_official_uitars_select.txt",
     }
 
