@@ -22,13 +22,17 @@ read from a final "Verdict: YES/NO" line, not by substring ("YES"/"CORRECT" and 
 candidates within ``merge_radius`` (8 px) are merged, not drawn as overlapping stars; an
 unreadable choice is asked once more (``choice_retries`` 1) and then settled by rule, not taken
 as candidate 1; stars are scaled to stay legible at 4K (there: ``sizes`` 12 judge / 8 choice for
-Qwen2.5-VL, 20 / 15 for UI-TARS). Not yet aligned: the official round prompts are per family
-(Qwen2.5-VL: 'Given the instruction: "..." ... locate the most relevant coordinates ...' for
-the focal point, 'For this zoomed-in screenshot, identify the precise point ...' for a view,
-its judge and selection texts, all after the computer_use system prompt except the judge;
-UI-TARS: its grounding prompt again for the focal point and its own variants), reproduced
-byte-exact in adapters/families/prompts/official/ (``rf_official_*``); the adapters still send
-our ``rf_*.txt`` texts. The focal ladder there is per family: UI-TARS 0, 0.3, 0.7 (top_p 0.95),
+Qwen2.5-VL, 20 / 15 for UI-TARS). Prompts: UI-TARS (1.0, which the code serves, and 1.5) and
+Qwen2.5-VL send the authors' focal, judge and selection texts byte-exact
+(adapters/families/prompts/official/``rf_official_*``, laid out as there: image then text;
+Qwen2.5-VL's after its computer_use system prompt, stating the size of the image sent rather than
+the screenshot's, except the judge). Ours remain where the code has none: stars or listed points
+to avoid (rounds after the first), a choice retry, text options, live tasks, and families it does
+not cover. Not yet aligned: a view's candidate request still sends the family's grounding
+template; the adapters' ``locate_in_view`` sends the authors' zoom text, but the orchestrator
+does not call it yet. The judge's verdict, read as above, is also read from their answer format
+("YES"/"NO" first, or "Answer: ..."); a bare trailing "Answer YES" without a colon is UNKNOWN
+(``judge_unknown``: rejected). The focal ladder there is per family: UI-TARS 0, 0.3, 0.7 (top_p 0.95),
 our default ``focal_retry_temperatures``; Qwen2.5-VL 0, 0.3, 0.5, 0.7, 0.9 (top_p 0.9); top_p
 is not sent here. A view there is upsampled to fit the screenshot's own size (Qwen2.5-VL, then
 its processor's max_pixels 12845056) or a 1440 x 1440 box (UI-TARS); here to the size the model
