@@ -53,6 +53,14 @@ class RoundRequests:
             return None
         return render(name, instruction=query.instruction, **values)
 
+    def _round_prompt(
+        self, kind: str, image: Image.Image, official: str | None, ours: str, v: dict
+    ) -> Prompt:
+        """The authors' request when ``official`` (their text, filled) is given, else ours."""
+        if official is not None:
+            return Prompt(self.round_messages(kind, image, official))
+        return Prompt(self.own_messages(image, render(ours, **v).rstrip("\n")))
+
     async def propose_point(
         self, image: Image.Image, query: Query, avoid: Avoid, *, temperature: float | None = None
     ) -> ModelReply:
@@ -64,10 +72,7 @@ class RoundRequests:
         v["avoid_block"] = self._avoid_block(avoid, avoid.on_image, given)
         v["point_format"] = self.point_format()
         official = None if avoid.points else self._official("focal", query)
-        if official is not None:
-            prompt = Prompt(self.round_messages("focal", resized, official))
-        else:
-            prompt = Prompt(self.own_messages(resized, render("rf_focal.txt", **v).rstrip("\n")))
+        prompt = self._round_prompt("focal", resized, official, "rf_focal.txt", v)
         del resized
         answer, _, usage = await self.ask(prompt, temperature)
         action = self.parse_action(answer, *given)
@@ -82,14 +87,14 @@ class RoundRequests:
         official = self._official("zoom", query)
         if official is None:
             return await self.act(image, query, zoomed=True)
-        resized, ms, v = await self._prepare(image)
         given = given_size(image)
-        answer, _, usage = await self.ask(Prompt(self.round_messages("zoom", resized, official)))
-        del resized
-        point = self.parse_point(answer, *given)
-        xy = coords_from_value(bounded(answer)) if point is None and isinstance(answer, str) else None
-        point = self.from_model(*xy, given) if xy else point
-        action = self.parse_action(answer, *given) or (Action(ActionType.CLICK, point) if point else None)
+        answer, _, usage = await self.ask(
+            Prompt(self.round_messages("zoom", await self.model_image(image), official))
+        )
+        action = self.parse_action(answer, *given)
+        xy = None if action else find_coordinates(answer or "", 2) or coords_from_value(bounded(answer or ""))
+        if xy:
+            action = Action(ActionType.CLICK, self.from_model(*xy, given))
         return ModelReply(answer, action=action, point=action.point if action else None, usage=usage)
 
     def point_format(self) -> str:
@@ -102,11 +107,7 @@ class RoundRequests:
         given = given_size(image)
         v = self._own_vars(query, given, v)
         v["point"] = self.fmt_point(*self.to_model(point, given))
-        official = self._official("judge", query)
-        if official is not None:
-            prompt = Prompt(self.round_messages("judge", resized, official))
-        else:
-            prompt = Prompt(self.own_messages(resized, render("rf_judge.txt", **v).rstrip("\n")))
+        prompt = self._round_prompt("judge", resized, self._official("judge", query), "rf_judge.txt", v)
         del resized
         answer, _, usage = await self.ask(prompt)
         return ModelReply(answer, verdict=parse_verdict(answer), usage=usage)
@@ -132,11 +133,8 @@ class RoundRequests:
         numbered = [o.number for o in options] == list(range(1, len(options) + 1))
         starred_only = numbered and len(starred) == len(options) > 1 and retry == 0
         official = self._official("select", query, n=len(options)) if starred_only else None
-        if official is not None:
-            prompt = Prompt(self.round_messages("select", resized, official))
-        else:
-            text = render("rf_choose.txt" if retry == 0 else "rf_choose_retry.txt", **v).rstrip("\n")
-            prompt = Prompt(self.own_messages(resized, text))
+        ours = "rf_choose.txt" if retry == 0 else "rf_choose_retry.txt"
+        prompt = self._round_prompt("select", resized, official, ours, v)
         del resized
         answer, _, usage = await self.ask(prompt)
         valid = [o.number for o in options]
