@@ -32,7 +32,11 @@ def describe_screen_command(argv: list[str]) -> int:
         "the image's own pixels.",
     )
     p.add_argument("image", help="a screenshot (PNG, JPEG, ...)")
-    p.add_argument("--json", action="store_true", help="print JSON (kind, text, label, box) instead")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print JSON (kind, text, label, box; an OCR line's word boxes) instead",
+    )
     p.add_argument(
         "--layout", choices=("paper", "merged"), default="paper", help="paper: OCR then detector sections"
     )
