@@ -244,12 +244,13 @@ def family_reply(family: str, body: dict[str, Any]) -> str:
     boxes -> distinct screen points -> the choice request is needed), the choice is 1. Views are
     sent with the family's own template, as a full screenshot is, so both get the same answer."""
     text, urls = _request_parts(body)
-    if "Verdict:" in text:
+    # Our texts, or the authors' (UI-TARS, Qwen2.5-VL in the static setting).
+    if "Verdict:" in text or "pink star position" in text:
         return "The star is on empty space next to the target.\nVerdict: NO"
-    if "Selected point: N" in text:
+    if "Selected point: N" in text or 'Selected point: #"' in text:
         return "Candidate 1 is on the target.\nSelected point: 1"
     size = image_size_from_data_url(urls[-1]) if urls else (1000, 1000)
-    if "most relevant point" in text:
+    if "most relevant point" in text or "most relevant coordinates" in text:
         return _point_text(family, "focal", 0.43 * size[0], 0.37 * size[1], size)
     return _point_text(family, "act", 0.61 * size[0], 0.52 * size[1], size)
 

@@ -81,14 +81,15 @@ _CORRECTNESS = re.compile(r"\b(?:correct|precise|accurate|right)\b[^.?!\n]*\?", 
 def request_kind(text: str) -> str:
     """What a request asks, from the markers our prompts carry (first match wins):
     "choose" ("Selected point", or the older "Choice: N"), "judge" ("Verdict", or "pink star"
-    with a question about correctness), "focal" ("most relevant point"), "region" ("bbox" or
+    with a question about correctness), "focal" ("most relevant point", or the authors' Qwen2.5-VL
+    "most relevant coordinates"), "region" ("bbox" or
     "Region:"), else "ground" (the model's own grounding or action request)."""
     low = text.lower()
     if "selected point" in low or re.search(r"\bchoice:\s*n\b", low):
         return "choose"
     if "verdict" in low or ("pink star" in low and _CORRECTNESS.search(text)):
         return "judge"
-    if "most relevant point" in low:
+    if "most relevant point" in low or "most relevant coordinates" in low:
         return "focal"
     if "bbox" in low or "Region:" in text:
         return "region"

@@ -15,12 +15,13 @@ import threading
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from regionfocus.screenspot_pro.cli import main
 
 from .chat_server import ChatServer, Reply, request_images, request_text
-from .model_like import request_kind
+from .model_like import find_stars, request_kind
 from .test_screenspot_helpers import ColourModel, expected_outcomes, fresh_dataset
 
 _SEE = ColourModel()
@@ -56,7 +57,12 @@ class QwenLike:
         kind = request_kind(text)
         if kind == "judge":  # the self-judge: is the point (model frame) on the target?
             px = re.search(r"act at \[(\d+), (\d+)\]", text)
-            x, y = float(px.group(1)), float(px.group(2))
+            # The authors' judge text (Qwen2.5-VL, static) names no point: read the star's centre.
+            x, y = (
+                (float(px.group(1)), float(px.group(2)))
+                if px
+                else find_stars(np.asarray(image.convert("RGB")).astype(np.int16))[0]
+            )
             ok = "[doubt]" not in text and box is not None and box[0] <= x <= box[2] and box[1] <= y <= box[3]
             return Reply.text(f"{'Yes' if ok else 'No'}, the star is {'on' if ok else 'beside'} the swatch.")
         if kind == "choose":
