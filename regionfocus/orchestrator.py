@@ -86,11 +86,7 @@ class RegionFocus:
         # Each view image goes with its request (a backend may let it go once it is encoded):
         # the round keeps only the transforms, not four model-size images until the choice.
         asks = [
-            record_call(
-                calls,
-                f"candidate[{i}]",
-                self.model.act(v.image, replace(query, view=v.transform), zoomed=True),
-            )
+            record_call(calls, f"candidate[{i}]", self._locate(v.image, replace(query, view=v.transform)))
             for i, v in enumerate(shown)
         ]
         for v in shown:
@@ -128,6 +124,13 @@ class RegionFocus:
             result.failure = "no-candidate"
         result.wall_s = time.perf_counter() - t0
         return result
+
+    def _locate(self, view: Image.Image, query: Query):
+        """The candidate request on one view: the model's own RegionFocus view request when it
+        has one (``locate_in_view``: the authors' zoom text for the families their code serves),
+        else its next action on the zoomed image."""
+        locate = getattr(self.model, "locate_in_view", None)
+        return locate(view, query) if callable(locate) else self.model.act(view, query, zoomed=True)
 
     async def _focal_point(
         self, screenshot: Image.Image, query: Query, history: list[Point], calls: list[CallRecord]

@@ -35,10 +35,10 @@ def _tool_call(action: str, x: float, y: float) -> str:
 class QwenLike:
     """Answer each request the way Qwen2.5-VL would, from what the image shows.
 
-    A view is sent with the official grounding template, like the full screenshot, so nothing
-    in the text says "zoomed": as for a real model, the first grounding request of an
-    instruction is the full screenshot and later ones are views. A grounding request that
-    carries the official pre-fill gets only the continuation, as vLLM returns it."""
+    A RegionFocus view carries the authors' zoom text, which this stand-in answers as a
+    grounding request; a grounding request seen again for the same instruction is taken for a
+    view. A grounding request that carries the official pre-fill gets only the continuation, as
+    vLLM returns it."""
 
     def __init__(self) -> None:
         self.grounding_seen: Counter[str] = Counter()
@@ -72,7 +72,7 @@ class QwenLike:
             return Reply.text(f"The swatch is around ({p.x:.0f}, {p.y:.0f}).")
         with self.lock:
             key = re.sub(r"\s+", " ", text)
-            zoomed = self.grounding_seen[key] > 0
+            zoomed = "zoomed-in screenshot" in text or self.grounding_seen[key] > 0
             self.grounding_seen[key] += 1
         if zoomed and "[doubt]" in text:
             point = (3, 3)
@@ -112,9 +112,9 @@ def test_cli_through_http_backend_in_qwen_format(tmp_path: Path, capsys):
     # the transport's cost reaches the trace: bytes sent and the client CPU encoding them
     act = recs["appa_1"]["trace"]["calls"][0]
     assert act["image_bytes"] > 0 and act["encode_s"] >= 0
-    # One HTTP request per model call, but for the pre-filled grounding calls that the server
-    # refused (HTTP 400): each is sent once more without the pre-fill before it is given up.
-    refused_prefilled = 5  # appb_2: the baseline and the four views (focal has no pre-fill)
+    # One HTTP request per model call, but for the pre-filled grounding call that the server
+    # refused (HTTP 400): it is sent once more without the pre-fill before it is given up.
+    refused_prefilled = 1  # appb_2's baseline (views carry the authors' zoom text, no pre-fill)
     assert chat_requests == sum(r["n_calls"] for r in recs.values()) + refused_prefilled
 
     doc = json.loads((out / "results.json").read_text())
