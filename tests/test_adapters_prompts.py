@@ -369,6 +369,9 @@ async def test_sampling_options_reach_the_backend():
     ("text", "want"),
     [
         ("The star is on the Save button.\nVerdict: YES", Verdict.YES),
+        ("The star covers the Save icon itself, so it is precise. Answer YES.", Verdict.YES),
+        ("It sits beside the label, not on it.\n\nAnswer NO", Verdict.NO),
+        ("Answer YES if it is right; here I cannot tell.", Verdict.UNKNOWN),
         ("Verdict: NO", Verdict.NO),
         ("I do not know.", Verdict.UNKNOWN),
         ("The point is not precise.", Verdict.UNKNOWN),

@@ -42,6 +42,9 @@ _VERDICT_IS = re.compile(r"\b(?:answer|verdict|judge?ment)\s+is\s*[:\-]?\s*[*_`\
 # An answer that opens with its verdict: "Yes, the star is on File.", "NO - it is next to it.",
 # "Incorrect: wrong button." The word must be followed by punctuation (or end the line), so
 # "No verdict can be given" or "No idea" are not read as "no".
+# The authors' judge prompt says "Answer YES if ... Answer NO if ...": a reply may end with the
+# same words, no colon ("... so the point is on it. Answer YES.").
+_VERDICT_TAIL = re.compile(r"\b(?:answer|verdict)\s+([a-z]+)[\s.!*_`\"']*\Z", re.I)
 _LEADING_WORD = re.compile(r"^[\s*_`\"'#>]*([a-z]+)[\s*_`\"']*(?:[,.;:!\-\u2013\u2014]|$)", re.I | re.M)
 _LONE_WORD = re.compile(r"^[\s*_`\"']*([a-z]+)[\s.!*_`\"']*$", re.I)
 
@@ -57,7 +60,8 @@ def parse_verdict(text: str) -> Verdict:
 
     In order: the last labelled verdict (``Verdict:``/``Judgement:``/``Answer:`` followed by one
     verdict word; an unreadable last label is UNKNOWN, earlier ones are not consulted); the
-    last "the answer is X"; an answer that opens with a verdict word followed by punctuation
+    last "the answer is X"; an answer that ends "Answer X" (the authors' judge prompt's own
+    words); an answer that opens with a verdict word followed by punctuation
     ("Yes, ...", "NO - ...", "Incorrect: ..."); a last line that is a single verdict word.
     Never a substring test: "I do not know", "not precise", "NOTE" or "INCORRECT" inside prose
     are not verdicts.
@@ -75,6 +79,9 @@ def parse_verdict(text: str) -> Verdict:
         if word in _VERDICT_WORDS and _rest_ok(m.group(2)):
             return _VERDICT_WORDS[word]
     stripped = text.strip()
+    m = _VERDICT_TAIL.search(stripped)
+    if m and m.group(1).lower() in _VERDICT_WORDS:
+        return _VERDICT_WORDS[m.group(1).lower()]
     m = _LEADING_WORD.match(stripped)
     if m and m.group(1).lower() in _VERDICT_WORDS:
         return _VERDICT_WORDS[m.group(1).lower()]

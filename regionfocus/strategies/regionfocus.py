@@ -28,11 +28,9 @@ Qwen2.5-VL send the authors' focal, judge and selection texts byte-exact
 Qwen2.5-VL's after its computer_use system prompt, stating the size of the image sent rather than
 the screenshot's, except the judge). Ours remain where the code has none: stars or listed points
 to avoid (rounds after the first), a choice retry, text options, live tasks, and families it does
-not cover. Not yet aligned: a view's candidate request still sends the family's grounding
-template; the adapters' ``locate_in_view`` sends the authors' zoom text, but the orchestrator
-does not call it yet. The judge's verdict, read as above, is also read from their answer format
-("YES"/"NO" first, or "Answer: ..."); a bare trailing "Answer YES" without a colon is UNKNOWN
-(``judge_unknown``: rejected). The focal ladder there is per family: UI-TARS 0, 0.3, 0.7 (top_p 0.95),
+not cover. A view's candidate request is the adapters' ``locate_in_view``: the authors' zoom
+text where their code has one. The judge's verdict, read as above, is also read from their
+answer format ("YES"/"NO" first, "Answer: ...", or a trailing "Answer YES"). The focal ladder there is per family: UI-TARS 0, 0.3, 0.7 (top_p 0.95),
 our default ``focal_retry_temperatures``; Qwen2.5-VL 0, 0.3, 0.5, 0.7, 0.9 (top_p 0.9); top_p
 is not sent here. A view there is upsampled to fit the screenshot's own size (Qwen2.5-VL, then
 its processor's max_pixels 12845056) or a 1440 x 1440 box (UI-TARS); here to the size the model
