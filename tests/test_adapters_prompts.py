@@ -482,3 +482,20 @@ async def test_whole_static_round_through_the_core(family):
     assert pred.baseline.point.distance(Point(*target)) > 250
     assert pred.trigger == "self-judge"
     assert pred.final.point.distance(Point(*target)) < 12, pred.final
+
+
+def test_a_choice_answered_with_an_inset_stars_coordinates_picks_that_candidate():
+    """In a crowd the numbered stars stand in a magnified inset, away from their points: a model
+    that answers with the coordinates of the star it means still picks that candidate."""
+    from regionfocus.actions import click
+    from regionfocus.stars import star_map
+
+    adapter = get_adapter("qwen3-vl")  # 0-1000 on each axis
+    size = (3840, 2160)
+    pts = [Point(1900, 1000), Point(1912, 1000), Point(1900, 1012)]
+    options = [Option(i, click(p.x, p.y), True) for i, p in enumerate(pts, start=1)]
+    marks = star_map(size, pts, ["1", "2", "3"]).marks
+    assert all(m.at.distance(m.point) > 100 for m in marks)  # the stars stand in an inset
+    for n, m in enumerate(marks, start=1):
+        answer = f"Star {n}'s centre is at ({m.at.x / size[0] * 1000:.0f}, {m.at.y / size[1] * 1000:.0f})."
+        assert adapter._choice_by_point(answer, options, size) == n

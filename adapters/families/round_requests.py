@@ -27,6 +27,7 @@ from regionfocus.adapters.families.prompting import Prompt, given_size, render
 from regionfocus.adapters.model_text import bounded
 from regionfocus.geometry import Point
 from regionfocus.model import Avoid, ModelReply, Option, Query
+from regionfocus.stars import star_map
 
 # A choice answered with a point picks the nearest candidate within this fraction of the image's
 # long side (77 px on a 3840-px screenshot): about twice a star's reach, so a point aimed at a
@@ -144,15 +145,24 @@ class RoundRequests:
         return ModelReply(answer, choice=choice, usage=usage)
 
     def _choice_by_point(self, answer: str, options: Sequence[Option], size: tuple[int, int]) -> int | None:
-        """The option whose point is nearest to a point the answer gives, within
+        """The option whose point, or whose numbered star (in a crowd's magnified inset it stands
+        away from the point), is nearest to a point the answer gives, within
         ``CHOICE_POINT_TOLERANCE`` of the image's long side; None otherwise."""
         xy = find_coordinates(answer, 2) if isinstance(answer, str) else None
         pointed = [o for o in options if o.action.point is not None]
         if xy is None or not pointed:
             return None
         p = self.from_model(xy[0], xy[1], size)
-        best = min(pointed, key=lambda o: o.action.point.distance(p))
-        return best.number if best.action.point.distance(p) <= CHOICE_POINT_TOLERANCE * max(size) else None
+        starred = [o for o in pointed if o.on_image]
+        drawn = star_map(size, [o.action.point for o in starred], [str(o.number) for o in starred]).marks
+        stars = {o.number: m.at for o, m in zip(starred, drawn, strict=True)}
+
+        def distance(o: Option) -> float:
+            d = o.action.point.distance(p)
+            return min(d, stars[o.number].distance(p)) if o.number in stars else d
+
+        best = min(pointed, key=distance)
+        return best.number if distance(best) <= CHOICE_POINT_TOLERANCE * max(size) else None
 
     async def propose_box(self, image: Image.Image, query: Query, focal: Point | None) -> ModelReply:
         """A region likely to contain the target, in pixels of ``image`` (predict-region)."""
