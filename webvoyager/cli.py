@@ -7,7 +7,9 @@ import argparse
 import asyncio
 import logging
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from regionfocus.adapters.redact import redact_url
@@ -239,12 +241,75 @@ def load_task_list(args: argparse.Namespace):
     return load_tasks(args.tasks, args.answers), "web"
 
 
+@dataclass(frozen=True)
+class _Resolved:
+    """The run's values resolved from the flags and the kind of task list."""
+
+    kind: str
+    n_all: int  # tasks in the whole list, whatever the shard
+    rf_config: Any
+    viewport: tuple[int, int]
+    max_steps: int
+    model_steps: int | None
+    task_zoom: float
+    phases: tuple[str, ...] | None
+    coat: Any
+    browser: Any
+
+
+def _pinned_config(args: argparse.Namespace, run: _Resolved, model) -> dict:
+    """What the run folder pins: a later run with other values is refused, naming the key."""
+    from regionfocus import __version__
+    from regionfocus.adapters.cli_args import request_identity
+
+    config = {
+        "agent": args.agent,
+        "model": args.model,
+        "backend": args.backend,
+        "base_urls": [redact_url(u) for u in (args.base_urls or [])],
+        "regionfocus_enabled": not args.no_regionfocus,
+        "regionfocus": run.rf_config.to_dict(),
+        "tasks": args.tasks,
+        "answers": args.answers,
+        "n_tasks": run.n_all,  # of the whole list: the same in every shard
+        "episodes_per_task": args.episodes_per_task,
+        "viewport": list(run.viewport),
+        "device_scale_factor": 1,
+        "max_steps": run.max_steps,
+        "seed": args.seed,
+        "task_zoom": run.task_zoom if run.kind != "web" else None,
+        "concurrency": args.concurrency,
+        "browser": run.browser.executable or "playwright-bundled",
+        "allow_domains": list(args.allow_domain),
+        "dialogs": args.dialogs,
+        "temperature": args.temperature,
+        "regionfocus_version": __version__,
+        "request": request_identity(model),
+    }
+    if run.model_steps is not None:  # pinned only when used: earlier folders resume
+        config["max_model_steps"] = run.model_steps
+    if args.allow_private_network:  # pinned only when used: earlier folders resume
+        config["allow_private_network"] = True
+    if args.observation != "screenshot":  # pinned only when used: earlier folders resume
+        config["observation"] = args.observation
+    if run.phases is not None:
+        config["a11y_phases"] = list(run.phases)
+    if run.coat is not None:  # pinned only when used, like observation
+        config["reasoning"] = args.reasoning
+        config["coat_parts"] = run.coat.spec()
+    if args.strategy != "regionfocus":
+        config["strategy"] = args.strategy
+    if args.shard:
+        config["shard"] = str(args.shard)
+    return config
+
+
 def run_main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s"
     )
-    from regionfocus import RegionFocusAgent, __version__
+    from regionfocus import RegionFocusAgent
 
     from . import miniwob
     from . import screen_text_suite as st
@@ -283,7 +348,7 @@ def run_main(argv: list[str]) -> int:
         from regionfocus.strategies import get_strategy
 
         refiner = None if args.strategy == "regionfocus" else get_strategy(args.strategy)
-        from regionfocus.adapters.cli_args import build_model, request_identity
+        from regionfocus.adapters.cli_args import build_model
 
         model = build_model(args, concurrency=args.concurrency, coat=coat)
         if suite and hasattr(model, "whole_answers"):
@@ -299,45 +364,22 @@ def run_main(argv: list[str]) -> int:
         return 2
 
     enabled = not args.no_regionfocus
-    config = {
-        "agent": args.agent,
-        "model": args.model,
-        "backend": args.backend,
-        "base_urls": [redact_url(u) for u in (args.base_urls or [])],
-        "regionfocus_enabled": enabled,
-        "regionfocus": rf_config.to_dict(),
-        "tasks": args.tasks,
-        "answers": args.answers,
-        "n_tasks": n_all,  # of the whole list: the same in every shard
-        "episodes_per_task": args.episodes_per_task,
-        "viewport": list(viewport),
-        "device_scale_factor": 1,
-        "max_steps": max_steps,
-        "seed": args.seed,
-        "task_zoom": task_zoom if kind != "web" else None,
-        "concurrency": args.concurrency,
-        "browser": browser.executable or "playwright-bundled",
-        "allow_domains": list(args.allow_domain),
-        "dialogs": args.dialogs,
-        "temperature": args.temperature,
-        "regionfocus_version": __version__,
-        "request": request_identity(model),
-    }
-    if model_steps is not None:  # pinned only when used: earlier folders resume
-        config["max_model_steps"] = model_steps
-    if args.allow_private_network:  # pinned only when used: earlier folders resume
-        config["allow_private_network"] = True
-    if args.observation != "screenshot":  # pinned only when used: earlier folders resume
-        config["observation"] = args.observation
-    if phases is not None:
-        config["a11y_phases"] = list(phases)
-    if coat is not None:  # pinned only when used, like observation
-        config["reasoning"] = args.reasoning
-        config["coat_parts"] = coat.spec()
-    if args.strategy != "regionfocus":
-        config["strategy"] = args.strategy
-    if args.shard:
-        config["shard"] = str(args.shard)
+    config = _pinned_config(
+        args,
+        _Resolved(
+            n_all=n_all,
+            rf_config=rf_config,
+            viewport=viewport,
+            max_steps=max_steps,
+            task_zoom=task_zoom,
+            kind=kind,
+            browser=browser,
+            model_steps=model_steps,
+            phases=phases,
+            coat=coat,
+        ),
+        model,
+    )
     run_dir = RunDir(args.out, retry_errors=args.retry_errors)
     try:
         run_dir.open(config)
