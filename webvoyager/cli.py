@@ -508,22 +508,27 @@ def report_main(argv: list[str]) -> int:
     )
     p.add_argument("run_dir", metavar="RUN_DIR")
     args = p.parse_args(argv)
-    from .report import write_report
-
     if not _is_run_folder(args.run_dir):
         print(
             f"regionfocus webvoyager report: {args.run_dir} holds no run (no records.jsonl)", file=sys.stderr
         )
         return 2
+    tables, report = rebuild_outputs(args.run_dir)
+    if tables:
+        print(tables)
+    print(report)
+    return 0
+
+
+def rebuild_outputs(root: str | Path) -> tuple[str | None, Path]:
+    """Everything a run folder derives from its record log: results.json, the screen-to-text
+    tables (returned, None for other runs) and summary + report.html (the report's path returned)."""
+    from .report import write_report
     from .rundir import read_results, write_json
     from .screen_text_suite import suite_report
 
-    write_json(Path(args.run_dir) / "results.json", read_results(args.run_dir))  # derived from the log
-    tables = suite_report(args.run_dir)
-    if tables:
-        print(tables)
-    print(write_report(args.run_dir))
-    return 0
+    write_json(Path(root) / "results.json", read_results(root))
+    return suite_report(root), write_report(root)
 
 
 def merge_main(argv: list[str]) -> int:
@@ -541,8 +546,7 @@ def merge_main(argv: list[str]) -> int:
     p.add_argument("out", metavar="OUT")
     p.add_argument("shards", nargs="+", metavar="SHARD_DIR")
     args = p.parse_args(argv)
-    from .report import write_report
-    from .rundir import read_results, write_json
+    from .rundir import read_results
 
     try:
         merged = merge_shards(args.out, args.shards)
@@ -555,13 +559,8 @@ def merge_main(argv: list[str]) -> int:
             src = Path(shard) / str(rec.get("folder") or "")
             if rec.get("folder") and src.is_dir():
                 shutil.copytree(src, out / rec["folder"], dirs_exist_ok=True)
-    write_json(out / "results.json", read_results(out))
-    from .screen_text_suite import suite_report
-
-    suite_report(out)
-    print(
-        f"{len(merged.records)} records from {len(args.shards)} shards -> {out}\nreport:  {write_report(out)}"
-    )
+    _, report = rebuild_outputs(out)
+    print(f"{len(merged.records)} records from {len(args.shards)} shards -> {out}\nreport:  {report}")
     return 0
 
 
