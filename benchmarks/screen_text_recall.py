@@ -9,7 +9,17 @@ some description entry's box centre lies inside it ("as control": the entry is a
 not a plain OCR line). Pooled per task family (variant suffixes removed) and overall. Real
 Chromium, offline, no model.
 
+Phrase recall (issue 22), on the same pages: each visible run of words of one DOM text node on
+one line (Range client rects per word; the instruction header left out) is a phrase with its
+DOM box. "point inside": some entry's point (its box centre, or a word box centre of an OCR
+line) lies in the phrase's box; "phrase located": the box the description gives for the
+phrase's text (:meth:`ScreenText.locate`, else the smallest entry containing the text, as
+benchmarks/phrase_recall.py) has its centre in the phrase's box, counted over phrases whose text
+is shown once on the page (a click on an ambiguous phrase says nothing about boxes). Pooled per
+name prefix (click-*, enter-*, focus-*, choose-*, the others together) and overall.
+
     .venv/bin/python -m benchmarks.screen_text_recall [--tasks screen-to-text] [--seeds 0-1]
+    .venv/bin/python -m benchmarks.screen_text_recall --tasks families --seeds 0-2
 """
 
 from __future__ import annotations
@@ -21,11 +31,16 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from regionfocus.adapters.perception.ocr_text import fold
 from regionfocus.adapters.perception.screen_text import ScreenText, describe_screen
 from regionfocus.geometry import Box
 from regionfocus.webvoyager.browser import Browser, EnvConfig
-from regionfocus.webvoyager.miniwob import file_root, miniwob_tasks, start_episode
+from regionfocus.webvoyager.miniwob import available_tasks, file_root, miniwob_tasks, start_episode
 from regionfocus.webvoyager.screen_text_suite import TASK_ZOOM, VIEWPORT, suite_tasks
+
+from ._common import print_table
+from .miniwob_families import FAMILIES, family_of, family_tasks
+from .phrase_recall import phrase_box
 
 DOM_SCRIPT = """() => {
   const sel = 'button, input:not([type=hidden]), select, textarea, a, .alink, [role=button], [role=tab],'
@@ -43,18 +58,65 @@ DOM_SCRIPT = """() => {
   return out;
 }"""
 
+# Runs of words of one text node on one line, with their union box. A run counts when the
+# element holding it is what the page shows at the run's centre (not clipped by a scroll box,
+# not covered by a dialog).
+PHRASE_SCRIPT = """() => {
+  const q = document.getElementById('query');
+  const area = document.getElementById('area') || document.body;
+  const walk = document.createTreeWalker(area, NodeFilter.SHOW_TEXT);
+  const range = document.createRange();
+  const out = [];
+  const flush = (run, el) => {
+    if (!run) return;
+    const [l, t, r, b] = run.box;
+    if (r - l < 2 || b - t < 2 || r <= 0 || b <= 0 || l >= innerWidth || t >= innerHeight) return;
+    const hit = document.elementFromPoint((l + r) / 2, (t + b) / 2);
+    if (!hit || !(hit === el || el.contains(hit))) return;
+    out.push({text: run.words.join(' '), box: run.box});
+  };
+  for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+    const el = n.parentElement;
+    if (!el || (q && q.contains(n)) || ['SCRIPT', 'STYLE', 'OPTION'].includes(el.tagName)) continue;
+    const s = getComputedStyle(el);
+    if (s.visibility === 'hidden' || s.display === 'none' || s.opacity === '0') continue;
+    let run = null;
+    for (const m of n.textContent.matchAll(/\\S+/g)) {
+      range.setStart(n, m.index);
+      range.setEnd(n, m.index + m[0].length);
+      const r = range.getBoundingClientRect();
+      if (r.width === 0 || r.height === 0) continue;
+      if (run && Math.abs(r.top - run.box[1]) < 0.5 * r.height && r.left >= run.box[2] - 1) {
+        run.words.push(m[0]);
+        run.box = [run.box[0], Math.min(run.box[1], r.top), r.right, Math.max(run.box[3], r.bottom)];
+      } else {
+        flush(run, el);
+        run = {words: [m[0]], box: [r.left, r.top, r.right, r.bottom]};
+      }
+    }
+    flush(run, el);
+  }
+  return out;
+}"""
+
 
 @dataclass
 class RecallRow:
     """Element recall on one page: ``total`` interactive DOM elements, ``named`` those with a
     description entry (any kind) whose box centre lies in the element, ``as_control`` those
-    named by a detected control (not plain OCR text)."""
+    named by a detected control (not plain OCR text). Phrase recall: ``phrases`` visible text
+    runs, ``pointed`` those holding some entry's point, ``unique`` those whose text is shown
+    once, ``located`` unique ones the description's box for their text lands in."""
 
     task: str
     seed: int
     total: int
     named: int
     as_control: int
+    phrases: int = 0
+    pointed: int = 0
+    unique: int = 0
+    located: int = 0
 
 
 def element_recall(screen: ScreenText, dom: Sequence[dict]) -> tuple[int, int, int]:
@@ -67,6 +129,23 @@ def element_recall(screen: ScreenText, dom: Sequence[dict]) -> tuple[int, int, i
         named += bool(hits)
         controls += any(e.kind != "text" for e in hits)
     return len(dom), named, controls
+
+
+def phrase_recall(screen: ScreenText, phrases: Sequence[dict]) -> tuple[int, int, int, int]:
+    """(phrases, pointed, unique, located) for one page: ``phrases`` carry ``text`` and ``box``
+    XYXY in the screenshot's pixels (as :data:`PHRASE_SCRIPT` returns them)."""
+    points = [e.box.center for e in screen.elements]
+    points += [w.center for e in screen.elements for w in e.words]
+    shown = " " + " ".join(fold(p["text"]) for p in phrases) + " "
+    pointed = unique = located = 0
+    for p in phrases:
+        box = Box(*p["box"])
+        pointed += any(box.contains(pt) for pt in points)
+        if shown.count(f" {fold(p['text'])} ") == 1:
+            unique += 1
+            found = phrase_box(screen, p["text"])
+            located += found is not None and box.contains(found.center)
+    return len(phrases), pointed, unique, located
 
 
 async def measure_recall(
@@ -85,8 +164,11 @@ async def measure_recall(
                     await start_episode(env, task, zoom, hide_instruction=True)
                     shot = await env.observe()
                     dom = await env.evaluate(DOM_SCRIPT)
+                    phrases = await env.evaluate(PHRASE_SCRIPT)
                     screen = await asyncio.to_thread(describe_screen, shot)
-                    rows.append(RecallRow(name, seed, *element_recall(screen, dom)))
+                    rows.append(
+                        RecallRow(name, seed, *element_recall(screen, dom), *phrase_recall(screen, phrases))
+                    )
                 finally:
                     await env.close()
     finally:
@@ -129,16 +211,53 @@ def recall_table(rows: Sequence[RecallRow]) -> str:
     return "\n".join(out)
 
 
+def phrase_group(task: str) -> str:
+    fam = family_of(task)
+    return f"{fam}-*" if fam in FAMILIES else "other families"
+
+
+def phrase_rows(rows: Sequence[RecallRow]) -> list[list[str]]:
+    """Phrase recall per :func:`phrase_group` (the issue's families first), then overall."""
+    groups: dict[str, list[RecallRow]] = {f"{f}-*": [] for f in FAMILIES}
+    for r in rows:
+        groups.setdefault(phrase_group(r.task), []).append(r)
+
+    def line(name: str, rs: Sequence[RecallRow]) -> list[str]:
+        n, pointed, unique, located = (
+            sum(getattr(r, k) for r in rs) for k in ("phrases", "pointed", "unique", "located")
+        )
+        return [
+            name,
+            str(len({r.task for r in rs})),
+            str(len(rs)),
+            str(n),
+            f"{pointed / max(n, 1):.3f}",
+            str(unique),
+            f"{located / max(unique, 1):.3f}",
+        ]
+
+    out = [line(g, rs) for g, rs in groups.items() if rs]
+    return [*out, line("all", rows)]
+
+
+PHRASE_HEADERS = ["family", "tasks", "pages", "phrases", "point inside", "unique phrases", "phrase located"]
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--tasks", default="screen-to-text", help="screen-to-text[:1-step|:n-step] or a task list")
+    p.add_argument(
+        "--tasks",
+        default="screen-to-text",
+        help="screen-to-text[:1-step|:n-step], a task list, families (click-, enter-, focus-, choose-*) or all",
+    )
     p.add_argument("--seeds", default="0", help="seed range or list (default 0)")
     p.add_argument(
         "--zoom", type=float, default=TASK_ZOOM, help=f"CSS zoom of the task (default {TASK_ZOOM})"
     )
     args = p.parse_args(argv)
     try:
-        tasks = suite_tasks(args.tasks)
+        special = {"families": family_tasks, "all": available_tasks}
+        tasks = special[args.tasks]() if args.tasks in special else suite_tasks(args.tasks)
         a, _, b = args.seeds.partition("-")
         seeds = list(range(int(a), int(b) + 1)) if b else [int(s) for s in args.seeds.split(",")]
     except ValueError as e:
@@ -146,6 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     rows = asyncio.run(measure_recall(tasks, seeds, args.zoom))
     print(recall_table(rows))
+    print_table("Phrase recall of the screen description", PHRASE_HEADERS, phrase_rows(rows))
     print(
         f"\n{len(rows)} pages, {len(tasks)} tasks, seeds {args.seeds}, zoom {args.zoom}, "
         f"{time.perf_counter() - t0:.0f} s"
