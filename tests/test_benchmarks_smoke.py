@@ -129,3 +129,61 @@ def test_parse_hostile_prints_every_parser_and_the_wrapped_package(capsys):
     # The wrapper reads a well-formed answer as parse_uitars does, so the timing compares like with like.
     text = "Thought: Save.\nAction: click(start_box='<|box_start|>(96,40)<|box_end|>')"
     assert parse_hostile.uitars_package(text) == parse_hostile.parse_uitars(text)
+
+
+def _records(folder, rows) -> None:
+    """A run folder as the CLI leaves it: records.jsonl lines (a resumed episode's last line wins)."""
+    import json
+
+    folder.mkdir()
+    keys = ("web_name", "seed", "success", "ended", "steps", "wall_s")
+    lines = [json.dumps({"status": "ok", **dict(zip(keys, r, strict=True))}) for r in rows]
+    (folder / "records.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def test_miniwob_families_tables_from_run_folders(tmp_path, capsys):
+    import json
+
+    from benchmarks import miniwob_families
+
+    assert set(miniwob_families.family_tasks()) == set(miniwob_families.KIND)  # every task has a kind
+    assert set(miniwob_families.KIND.values()) == set(miniwob_families.KINDS)
+    _records(
+        tmp_path / "before-a11y-rf",
+        [("click-button", 0, True, "done", 1, 2.0), ("click-button", 1, False, "max-steps", 10, 9.0),
+         ("click-button", 1, True, "done", 2, 3.0), ("click-button", 2, True, "done", 1, 1.0),
+         ("enter-text", 0, False, "no-action", 3, 4.0), ("focus-text", 0, True, "done", 1, 1.0)],
+    )  # fmt: skip
+    (tmp_path / "before-a11y-rf" / "client_cpu.json").write_text(
+        json.dumps([{"cpu_s": 30.0}, {"cpu_s": 6.0}])
+    )
+    _records(tmp_path / "after-a11y-rf", [("click-button", 0, False, "call_user", 4, 5.0)])
+    folders = [str(tmp_path / "before-a11y-rf"), str(tmp_path / "after-a11y-rf")]
+    assert miniwob_families.main(["--from", *folders, "--tasks", "click-button,enter-text,focus-text"]) == 0
+    out = capsys.readouterr().out
+    assert table_headers(out, "Success per task") == ["task", "kind", "before-a11y-rf", "after-a11y-rf"]
+    rows = {r[0]: r[1:] for r in table_rows(out, "Success per task")}
+    assert rows["click-button"] == ["click", "3/3", "0/1"]  # seed 1's resumed line replaced its first
+    assert rows["enter-text"] == ["type", "0/1", "-"]
+    assert rows["**click-\\* mean** (1)"] == ["", "1.00 (3/3)", "0.00 (0/1)"]
+    assert rows["**kind focus** (1)"] == ["", "1.00 (1/1)", "-"]
+    assert rows["**all** (3)"] == ["", "0.80 (4/5)", "0.00 (0/1)"]
+    ends = {(r[0], r[1]): r[2:] for r in table_rows(out, "Steps, endings and cost")}
+    assert ends[("before-a11y-rf", "all")] == ["5", "1.6", "done 4, no-action 1", "2.2", "36 (7.2/ep)"]
+    assert ends[("after-a11y-rf", "click-*")] == ["1", "4.0", "call_user 1", "5.0", "-"]
+    with pytest.raises(SystemExit):
+        miniwob_families.main(["--agents", "ocr", "--jobs", "3"])  # more browsers than the cores
+
+
+@pytest.mark.slow
+def test_phrase_recall_on_one_task(capsys):
+    import asyncio
+
+    from benchmarks import screen_text_recall
+
+    rows = asyncio.run(screen_text_recall.measure_recall(["click-link"], [0]))
+    (row,) = rows
+    assert row.phrases >= 5 and row.pointed <= row.phrases and row.located <= row.unique <= row.phrases
+    assert row.pointed / row.phrases >= 0.8 and row.located / row.unique >= 0.6  # the OCR reads running text
+    table = {r[0]: r[1:] for r in screen_text_recall.phrase_rows(rows)}
+    assert table["click-*"][:3] == ["1", "1", str(row.phrases)] and table["all"] == table["click-*"]
