@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import re
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -169,6 +170,8 @@ async def measure_recall(
                     rows.append(
                         RecallRow(name, seed, *element_recall(screen, dom), *phrase_recall(screen, phrases))
                     )
+                except Exception as e:  # a page that does not load or set up: named, not fatal to a sweep
+                    print(f"# {name} seed {seed}: skipped: {e}", file=sys.stderr, flush=True)
                 finally:
                     await env.close()
     finally:
