@@ -26,7 +26,16 @@ import numpy as np
 from PIL import Image
 
 from regionfocus.actions import Action, ActionType
+from regionfocus.adapters.agents.ocr_items import ControlCache, screen_items, text_lines
 from regionfocus.adapters.agents.ocr_seen import Seen, SeenCache, grow_box, unread_ink_peak
+from regionfocus.adapters.agents.task_plan import (
+    Plan,
+    ScreenItem,
+    current_goal,
+    goal_element,
+    next_step,
+    plan_of,
+)
 from regionfocus.adapters.perception.ocr_text import (
     Match,
     ParsedInstruction,
@@ -240,6 +249,7 @@ class OcrAgent:
         self.threads = int(threads or 1)
         self.engines = int(engines or max(1, usable_cores() // self.threads))
         self.cache = SeenCache(cache_size)
+        self.controls = ControlCache()
 
     # ------------------------------------------------------------------ seeing
     def input_size(self, size: tuple[int, int]) -> tuple[int, int]:
@@ -335,6 +345,11 @@ class OcrAgent:
         """The best match's centre as a click (or a typed value for enter/type instructions);
         ``action=None`` when nothing matches well enough (RegionFocus's no-action trigger)."""
         t0 = time.perf_counter()
+        if (plan := plan_of(query)) is not None:  # a multi-step task: the current goal's action
+            items = await asyncio.to_thread(self._items, await self._look(image))
+            why, action = next_step(plan, query, items, self.act_threshold)
+            point = action.point if action else None
+            return self._reply(why, t0, Usage(endpoint="ocr"), action=action, point=point)
         parsed = parse_instruction(query.instruction)
         seen = await self._look(image)
         usage = Usage(latency_s=0.0, endpoint="ocr")
@@ -374,7 +389,10 @@ class OcrAgent:
         t0 = time.perf_counter()
         parsed = parse_instruction(query.instruction)
         seen = await self._look(image, avoid.points if avoid.on_image else ())
-        point, why = self._evidence(seen, query.instruction, parsed, list(avoid))
+        if (plan := plan_of(query)) is not None:
+            point, why = await asyncio.to_thread(self._plan_focus, seen, query, plan, list(avoid))
+        else:
+            point, why = self._evidence(seen, query.instruction, parsed, list(avoid))
         return self._reply(
             f"focus({point.x:.0f},{point.y:.0f}) {why}", t0, Usage(endpoint="ocr"), point=point
         )
@@ -385,8 +403,18 @@ class OcrAgent:
         t0 = time.perf_counter()
         parsed = parse_instruction(query.instruction)
         seen = await self._look(image, [point])
-        m, here = self._evidence_at(seen, query.instruction, parsed, point)
         usage = Usage(endpoint="ocr")
+        if (plan := plan_of(query)) is not None:
+            e = await asyncio.to_thread(self._goal_item, seen, query, plan)
+            if e is not None and grow_box(e.box, 2.0).contains(point):
+                return self._reply(
+                    f'YES: the star is on {e.role} "{e.label}"', t0, usage, verdict=Verdict.YES
+                )
+            what = f'{e.role} "{e.label}"' if e is not None else "not in sight"
+            return self._reply(
+                f"NO: the star is not on the goal's element ({what})", t0, usage, verdict=Verdict.NO
+            )
+        m, here = self._evidence_at(seen, query.instruction, parsed, point)
         if m is not None and m.score >= self.judge_threshold:
             return self._reply(
                 f'YES: the star is on "{m.text}" (score={m.score:.2f})', t0, usage, verdict=Verdict.YES
@@ -409,10 +437,14 @@ class OcrAgent:
         parsed = parse_instruction(query.instruction)
         starred = [o.action.point for o in options if o.on_image and o.action.point is not None]
         seen = await self._look(image, starred)
+        plan = plan_of(query)
+        goal = await asyncio.to_thread(self._goal_item, seen, query, plan) if plan is not None else None
         scored = []
         for o in sorted(options, key=lambda o: o.number):
             a = o.action
-            if a.point is not None:
+            if plan is not None:  # on the current goal's element, or not
+                s = 1.0 if goal is not None and a.point is not None and goal.box.contains(a.point) else 0.0
+            elif a.point is not None:
                 m, _ = self._evidence_at(seen, query.instruction, parsed, a.point)
                 s = m.score if m else 0.0
             else:
@@ -438,12 +470,36 @@ class OcrAgent:
         seen = await self._look(image)
         if focal is not None:
             point, why = focal, "at the focal point"
+        elif (plan := plan_of(query)) is not None:
+            point, why = await asyncio.to_thread(self._plan_focus, seen, query, plan, [])
         else:
             point, why = self._evidence(seen, query.instruction, parsed, [])
         w, h = image.size
         box = box_around(point, 0.3 * w, 0.3 * h, (w, h))
         text = f"box({box.left:.0f},{box.top:.0f},{box.right:.0f},{box.bottom:.0f}) {why}"
         return self._reply(text, t0, Usage(endpoint="ocr"), box=box)
+
+    # ------------------------------------------------------------------ a multi-step plan
+    def _items(self, seen: Seen) -> list[ScreenItem]:
+        """The read lines and the controls detected over them, for the plan resolver."""
+        lines = text_lines(self._readable(seen))
+        return screen_items(seen, lines, self.controls.get(seen, lines))
+
+    def _goal_item(self, seen: Seen, query: Query, plan: Plan) -> ScreenItem | None:
+        return goal_element(plan, query, self._items(seen), self.act_threshold)
+
+    def _plan_focus(self, seen: Seen, query: Query, plan: Plan, avoid: list[Point]) -> tuple[Point, str]:
+        """The current goal's element; when it is not in sight, the evidence for its name (or,
+        for an unnamed one, the unread marks where a zoomed view may show it)."""
+        e = self._goal_item(seen, query, plan)
+        if e is not None:
+            return e.box.center, f'{e.role} "{e.label}"'
+        cur = None if plan.cannot else current_goal(plan, query.turns)
+        target = cur[1].target if cur is not None else ""
+        variants = (cur[1].variants or ((target, 1.0),)) if cur is not None and target else ()
+        return self._evidence(
+            seen, query.instruction, ParsedInstruction("click", target, "", variants), avoid
+        )
 
     # ------------------------------------------------------------------ evidence
     def _evidence_at(
