@@ -43,7 +43,18 @@ INTERACTIVE_ROLES = frozenset(
 TEXT_BLOCKS = frozenset(
     {"paragraph", "listitem", "cell", "gridcell", "blockquote", "caption", "term", "definition"}
 )
-_STATES = ("modal", "checked", "selected", "expanded", "pressed", "disabled", "level", "required", "invalid")
+_STATES = (
+    "modal",
+    "checked",
+    "selected",
+    "expanded",
+    "pressed",
+    "disabled",
+    "level",
+    "required",
+    "invalid",
+    "multiline",
+)
 _STYLES = ["display", "visibility", "opacity", "cursor", "position"]
 _SKIP_ROLES = frozenset({"InlineTextBox", "none", "LineBreak"})
 MAX_BLOCK_TEXT = 4000  # characters of a block's joined text kept (its runs stay complete)

@@ -127,10 +127,18 @@ async def execute(page: Page, action: Action, opts: ExecOptions) -> None:
         p = _need_point(action)
         button = {ActionType.RIGHT_CLICK: "right", ActionType.MIDDLE_CLICK: "middle"}.get(t, "left")
         await mouse.move(p.x, p.y)
-        if t == ActionType.DOUBLE_CLICK:
-            await mouse.dblclick(p.x, p.y)
-        else:
-            await mouse.click(p.x, p.y, button=button)
+        # Modifiers held through the click: ctrl adds an option to a multiple selection.
+        held = key_combo(action.keys).split("+") if action.keys else []
+        for k in held:
+            await keyboard.down(k)
+        try:
+            if t == ActionType.DOUBLE_CLICK:
+                await mouse.dblclick(p.x, p.y)
+            else:
+                await mouse.click(p.x, p.y, button=button)
+        finally:
+            for k in reversed(held):
+                await keyboard.up(k)
     elif t == ActionType.HOVER:
         p = _need_point(action)
         await mouse.move(p.x, p.y, steps=2)

@@ -39,6 +39,8 @@ from regionfocus.adapters.perception.ocr_text import (
 from regionfocus.geometry import Box, Point, box_around
 from regionfocus.model import Avoid, ModelReply, Option, Query, Usage, Verdict
 
+from .task_plan import ScreenItem, goal_element, next_step, plan_of
+
 _KIND_TO_ACTION = {
     "click": ActionType.CLICK,
     "double_click": ActionType.DOUBLE_CLICK,
@@ -84,10 +86,12 @@ class A11yAgent:
     def input_size(self, size: tuple[int, int]) -> tuple[int, int]:
         return size
 
-    def _lines(self, image: Image.Image, query: Query) -> tuple[list[TextLine], list[A11yElement]]:
-        """The visible labelled elements as lines in pixels of ``image``, and the elements. The
-        tree comes with the query (``query.elements``: a live loop passes each screen's) or from
-        :meth:`set_elements`."""
+    def _lines(
+        self, image: Image.Image, query: Query, unlabeled: bool = False
+    ) -> tuple[list[TextLine], list[A11yElement]]:
+        """The visible labelled elements as lines in pixels of ``image``, and the elements (with
+        ``unlabeled``, nameless controls too: an empty text field). The tree comes with the
+        query (``query.elements``: a live loop passes each screen's) or from :meth:`set_elements`."""
         elements = tuple(query.elements) or self._elements
         # A query's tree is in pixels of the screenshot the query is about: ``image`` itself,
         # unless the request is about a view of it.
@@ -108,7 +112,12 @@ class A11yAgent:
         lines, els = [], []
         for e in elements:
             label = normalize_space(e.label)
-            if not label or not e.visible or e.box is None or e.box.area <= 0:
+            if (
+                not (label or (unlabeled and e.interactive))
+                or not e.visible
+                or e.box is None
+                or e.box.area <= 0
+            ):
                 continue
             b = e.box
             if to_img is not None:
@@ -145,6 +154,9 @@ class A11yAgent:
         """A click at the centre of the best-matching element (a typed value at it for type
         instructions); ``action=None`` when nothing matches well enough."""
         t0 = time.perf_counter()
+        if (plan := plan_of(query)) is not None:
+            why, action = next_step(plan, query, self._items(image, query), self.act_threshold)
+            return self._reply(why, t0, action=action, point=action.point if action else None)
         parsed = parse_instruction(query.instruction)
         if parsed.kind == "type" and not parsed.target:
             return self._reply(
@@ -168,12 +180,25 @@ class A11yAgent:
             point=point,
         )
 
+    def _items(self, image: Image.Image, query: Query) -> list[ScreenItem]:
+        """The screen as the shared plan resolver reads it: every visible element, nameless
+        controls included."""
+        lines, els = self._lines(image, query, unlabeled=True)
+        return [
+            ScreenItem(ln.text, ln.box, e.role, e.attributes, e.interactive)
+            for ln, e in zip(lines, els, strict=True)
+        ]
+
     async def propose_point(
         self, image: Image.Image, query: Query, avoid: Avoid, *, temperature: float | None = None
     ) -> ModelReply:
         """The best match at least ``partial_threshold`` whose centre is not within 8 px of an
         ``avoid`` point, else the image centre. Deterministic."""
         t0 = time.perf_counter()
+        if (plan := plan_of(query)) is not None:
+            e = goal_element(plan, query, self._items(image, query), self.act_threshold)
+            p = e.box.center if e is not None else Point(image.size[0] / 2, image.size[1] / 2)
+            return self._reply(f"focus({p.x:.0f},{p.y:.0f}) {e.label if e else 'image centre'}", t0, point=p)
         parsed = parse_instruction(query.instruction)
         lines, els = self._lines(image, query)
         for score, _, e in self._matches(parsed, query.instruction, lines, els):
@@ -185,28 +210,32 @@ class A11yAgent:
         p = Point(image.size[0] / 2, image.size[1] / 2)
         return self._reply(f"focus({p.x:.0f},{p.y:.0f}) no evidence: image centre", t0, point=p)
 
-    def _score_at(self, image: Image.Image, query: Query, point: Point) -> tuple[float, A11yElement | None]:
+    def _score_at(self, image: Image.Image, query: Query, point: Point) -> tuple[float, str | None]:
+        """How well the element under ``point`` is named like the target, and its name."""
+        if (plan := plan_of(query)) is not None:  # is the point on the current goal's element?
+            e = goal_element(plan, query, self._items(image, query), self.act_threshold)
+            return (1.0, e.label or e.role) if e is not None and e.box.contains(point) else (0.0, None)
         parsed = _with_icon_names(parse_instruction(query.instruction))
         lines, els = self._lines(image, query)
         under = [(ln, e) for ln, e in zip(lines, els, strict=True) if ln.box.contains(point)]
         if not under:
             return 0.0, None
         under.sort(key=lambda le: (-le[1].paint_order, le[0].box.area))
-        best = (0.0, under[0][1])
+        best = (0.0, under[0][1].label)
         for ln, e in under:
             for m in best_matches(parsed, [ln]):
                 s = m.score * (1.0 if e.interactive else STATIC_PENALTY)
                 if s > best[0]:
-                    best = (s, e)
+                    best = (s, e.label)
         return best
 
     async def judge(self, image: Image.Image, query: Query, point: Point) -> ModelReply:
         """YES when an element under ``point`` is named like the target (``judge_threshold``)."""
         t0 = time.perf_counter()
-        score, e = self._score_at(image, query, point)
-        if e is not None and score >= self.judge_threshold:
-            return self._reply(f'YES: the point is on "{e.label}" ({score:.2f})', t0, verdict=Verdict.YES)
-        what = f'"{e.label}"' if e is not None else "no element"
+        score, name = self._score_at(image, query, point)
+        if name is not None and score >= self.judge_threshold:
+            return self._reply(f'YES: the point is on "{name}" ({score:.2f})', t0, verdict=Verdict.YES)
+        what = f'"{name}"' if name is not None else "no element"
         return self._reply(f"NO: the point is on {what}", t0, verdict=Verdict.NO)
 
     async def choose(

@@ -1,0 +1,490 @@
+"""Multi-step instructions as a plan of goals, for the CPU agents (a11y and OCR).
+
+A one-step grounding instruction ("Click on the link "In".") is :func:`ocr_text.parse_instruction`'s
+job. The MiniWoB++ families the CPU agents claim also say several things at once: select these
+and click Submit, type this into that field, focus the 3rd textbox, open this menu then that
+item, switch tabs until a link shows. :func:`plan_instruction` turns such an instruction into
+:class:`Goal` s; :func:`current_goal` finds the goal to work on from the episode's history
+(``Query.turns``), so an agent keeps no state of its own and a RegionFocus round asking about a
+zoomed view gets the same goal as the step it refines.
+
+Progress is read from the actions themselves: every action an agent takes for a goal carries
+``extras["goal"]`` (its index); a goal is done once such an action changed the page, or was
+executed at all when marked ``extras["blind"]`` (a button pressed on the way to a later goal,
+which may change nothing visible). An action that only reveals (a tab switched while looking
+for a link) carries ``extras["reveal"]`` and finishes nothing. An instruction asking for what no CPU agent can see (colours, shapes,
+synonyms) is a :class:`Plan` with ``cannot`` set: the agent says so and the episode ends.
+
+:func:`ground` resolves a goal against the screen as an agent read it (:class:`ScreenItem`: a name,
+a box in pixels of the image asked about, a role), so both agents share one resolver: the a11y
+agent passes its tree, the OCR agent its lines and detected controls.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from regionfocus.actions import Action, ActionType
+from regionfocus.adapters.perception.ocr_text import (
+    ParsedInstruction,
+    TextLine,
+    best_matches,
+    echo_lines,
+    find_quoted,
+    fold,
+    parse_instruction,
+)
+from regionfocus.geometry import Box, Point
+from regionfocus.model import Query, Turn
+
+CHANGED = "changed the page"  # regionfocus.loop.Step.outcome of an action with an effect
+
+# Roles a goal's element may have; a goal naming a checkbox takes a radio button as well.
+ROLE_GROUPS = {
+    "button": ("button",),
+    "check": ("checkbox", "radio", "option"),
+    "option": ("option",),
+    "link": ("link",),
+    "tab": ("tab",),
+    "menuitem": ("menuitem",),
+    "field": ("textbox", "searchbox", "Date", "InputTime", "date", "time"),
+    "combobox": ("combobox",),
+    "listbox": ("listbox",),
+    "textarea": ("textbox",),
+    "textline": ("textbox",),
+}
+# A state some roles must (True) or must not (False) have: a text area is a multi-line textbox.
+ROLE_STATES = {"textarea": ("multiline", True), "textline": ("multiline", False)}
+# MiniWoB++ click-widget's widget names, as roles.
+WIDGETS = {
+    "button": "button",
+    "checkbox": "check",
+    "radio": "check",
+    "text": "textline",
+    "textarea": "textarea",
+    "textbox": "textline",
+}
+
+
+@dataclass(frozen=True)
+class Goal:
+    """One thing to do. ``kind``: click | hover | type | focus | select | find | reveal | date.
+    ``target``: the name to look for ("" = by role and ``ordinal``); ``role``: a key of
+    :data:`ROLE_GROUPS` ("" = any); ``value``: the text to type or the option to select;
+    ``ordinal``: 1-based position among the role's elements (0 = by name or the first);
+    ``keys``: modifiers held while clicking (ctrl adds an option to a multiple selection);
+    ``reveal``: for ``find``, the role of what is switched while the target is not in sight;
+    ``at_left``: type with the pointer at the field's left end (a date field's first part);
+    ``variants``: phrasings of ``target`` with their weights, as ``parse_instruction`` gives."""
+
+    kind: str
+    target: str = ""
+    role: str = ""
+    value: str = ""
+    ordinal: int = 0
+    keys: tuple[str, ...] = ()
+    reveal: str = ""
+    at_left: bool = False
+    variants: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True)
+class Plan:
+    goals: tuple[Goal, ...] = ()
+    cannot: str = ""  # why no CPU agent can do this task ("" = it can)
+
+
+@dataclass(frozen=True)
+class ScreenItem:
+    """One element of the screen as an agent read it: ``box`` in pixels of the image asked
+    about; ``role``: an accessibility role, or "text" for a plain OCR line; ``attrs``: states
+    ("checked", "selected", "expanded") when the reader knows them; ``interactive``: False for
+    what the reader knows to be static text."""
+
+    label: str
+    box: Box
+    role: str = "text"
+    attrs: Mapping[str, str] = field(default_factory=dict)
+    interactive: bool = True
+
+
+# ------------------------------------------------------------------ reading the instruction
+_SUBMIT_TAIL = re.compile(
+    r",?\s+(?:and\s+)?(?:then\s+)?(?:click|press|hit)\s+(?:on\s+)?(?:the\s+)?\"?submit\"?(?:\s+button)?$",
+    re.I,
+)
+_THEN = re.compile(r",?\s+(?:and\s+)?then\s+|(?<!find)\s+and\s+(?=click\s+on\s+the\s+item\b)", re.I)
+_CANNOT = (
+    (
+        re.compile(r"\bcolou?red\b|\bshades?\s+of\b", re.I),
+        "it asks for colours, which the agent does not read",
+    ),
+    (re.compile(r"\bsimilar\s+to\b|\bsynonyms?\b", re.I), "it asks for words by meaning"),
+    (
+        re.compile(
+            r"^click\s+on\s+an?\s+(?:small|large|big|tiny)?\s*(?:\w+\s+)?(?:circle|square|triangle|shape|item|digit|letter)\b",
+            re.I,
+        ),
+        "it asks for shapes, which the agent does not read",
+    ),
+    (
+        re.compile(
+            r"^click\s+on\s+an?\s+(?:\d|small|large|red|green|blue|yellow|black|white|aqua|magenta)\b", re.I
+        ),
+        "it asks for drawn shapes, digits or letters by look",
+    ),
+)
+_SELECT = re.compile(
+    r"^(?:select|check|tick|mark)\s+(?P<items>.+?)(?:\s+from\s+the\s+(?P<where>scroll\s+list|list|drop-?down))?$",
+    re.I,
+)
+_AS_VALUE = re.compile(
+    r"^(?:enter|type|select|choose|pick|input|set)\s+(?P<value>\S+(?:\s*[ap]\.?m\.?)?)\s+as\s+the\s+(?P<what>date|time)$",
+    re.I,
+)
+_TYPE = re.compile(
+    r"^(?:enter|type|input|write|fill\s+in)\s+(?:the\s+(?:password|text|value)\s+)?(?P<value>\"[^\"]*\"|'[^']*'|\S+)"
+    r"(?:\s+in\s+all\s+(?P<case>upper|lower)\s+case(?:\s+letters)?)?\s+(?:into|in|to)\s+(?P<field>.+)$",
+    re.I,
+)
+_ORDINAL = r"(?:the\s+)?(?:(?P<n>\d+)(?:st|nd|rd|th)\s+)?"
+_FIELD_WORDS = r"(?:input\s+)?(?:text\s*box|textbox|text\s+field|text\s+input|input\s+field|input|field|box)"
+_FOCUS = re.compile(rf"^(?:focus|click)\s+(?:into|on|in)\s+{_ORDINAL}{_FIELD_WORDS}$", re.I)
+_FIND = re.compile(
+    r"^(?P<how>switch\s+between\s+the\s+tabs|expand\s+the\s+sections?(?:\s+below)?),?\s+to\s+find\s+and\s+click\s+"
+    r"(?:on\s+)?the\s+link\s+(?P<target>.+)$",
+    re.I,
+)
+_EXPAND = re.compile(r"^expand\s+the\s+(?P<what>section|pie\s+menu)(?:\s+below)?$", re.I)
+_ITEM = re.compile(
+    r"^(?:find\s+and\s+)?click\s+on\s+the\s+item\s+(?:labeled\s+|named\s+)?(?P<target>.+)$",
+    re.I,
+)
+_WIDGET = re.compile(r"^click\s+on\s+an?\s+\"?(?P<w>[a-z]+)\"?\s+widget$", re.I)
+_BUTTON_ONLY = re.compile(r"^click\s+(?:on\s+)?the\s+button$", re.I)
+
+
+def _unquote(text: str) -> str:
+    quoted = find_quoted(text)
+    return quoted[0] if quoted else text.strip().strip(".").strip()
+
+
+def _items(text: str) -> list[str]:
+    parts = re.split(r",\s*(?:and\s+)?|\s+and\s+", text)
+    return [_unquote(p) for p in parts if p.strip()]
+
+
+def _typed(value: str, what: str) -> str:
+    """What to type into a date or time field for ``value`` as the page wrote it: Chromium's
+    date field takes the digits of mm/dd/yyyy; its time field hh, mm, then A or P."""
+    if what == "date":
+        return re.sub(r"\D", "", value)
+    m = re.match(r"(\d{1,2}):(\d{2})\s*([ap])?", value, re.I)
+    if not m:
+        return value
+    half = f"{m.group(3).upper()}M" if m.group(3) else ""
+    return f"{int(m.group(1)):02d}{m.group(2)}{half}"
+
+
+def _clause(text: str) -> list[Goal] | None:
+    """The goals of one clause, or None when the clause is not one this grammar knows."""
+    if m := _AS_VALUE.match(text):
+        what = m.group("what").lower()
+        if what == "date" and re.match(r"(?:select|choose|pick)\b", text, re.I):  # a picker, not a field
+            return [Goal("date", role="field", value=m.group("value"))]
+        return [Goal("type", role="field", value=_typed(m.group("value"), what), ordinal=1, at_left=True)]
+    if m := _FOCUS.match(text):
+        return [Goal("focus", role="field", ordinal=int(m.group("n") or 1))]
+    if m := _TYPE.match(text):
+        value = _unquote(m.group("value"))
+        if m.group("case"):
+            value = value.upper() if m.group("case").lower() == "upper" else value.lower()
+        fld = m.group("field")
+        if re.search(r"\bboth\b", fld, re.I):
+            return [Goal("type", role="field", value=value, ordinal=n) for n in (1, 2)]
+        quoted = find_quoted(fld)
+        return [
+            Goal(
+                "type",
+                target=quoted[0] if quoted else "",
+                role="field",
+                value=value,
+                ordinal=0 if quoted else 1,
+            )
+        ]
+    if m := _FIND.match(text):
+        reveal = "tab"
+        return [Goal("find", target=_unquote(m.group("target")), role="link", reveal=reveal)]
+    if m := _EXPAND.match(text):
+        if "pie" in m.group("what").lower():
+            return [Goal("click", target="+")]
+        return [Goal("reveal", role="tab")]
+    if m := _WIDGET.match(text):
+        role = WIDGETS.get(m.group("w").lower())
+        return [Goal("click", role=role, ordinal=1)] if role else None
+    if _BUTTON_ONLY.match(text):
+        return [Goal("click", role="button", ordinal=1)]
+    if m := _ITEM.match(text):
+        return [Goal("click", target=_unquote(m.group("target")))]
+    if m := _SELECT.match(text):
+        items, where = m.group("items"), (m.group("where") or "").lower()
+        if ">" in items:  # a menu path: hover the parents, click the leaf
+            path = [p.strip() for p in items.split(">") if p.strip()]
+            return [Goal("hover", target=p, role="menuitem") for p in path[:-1]] + [
+                Goal("click", target=path[-1], role="menuitem")
+            ]
+        names = [] if re.fullmatch(r"nothing|none", items.strip(), re.I) else _items(items)
+        if where in ("list", "dropdown", "drop-down"):
+            return [Goal("select", role="combobox", value=n) for n in names]
+        if where:  # a multiple-selection list: ctrl adds to the selection
+            return [
+                Goal("click", target=n, role="option", keys=("ctrl",) if i else ())
+                for i, n in enumerate(names)
+            ]
+        return [Goal("click", target=n, role="check") for n in names]
+    return None
+
+
+def plan_instruction(instruction: str) -> Plan | None:
+    """The plan of a multi-step instruction; None for a one-step one (or one this grammar does
+    not know), which the agents read with :func:`ocr_text.parse_instruction` as before."""
+    text = " ".join(instruction.split()).strip().rstrip(".").strip()
+    for pattern, why in _CANNOT:
+        if pattern.search(text):
+            return Plan(cannot=f"cannot do this task: {why}")
+    submit = False
+    if m := _SUBMIT_TAIL.search(text):
+        text, submit = text[: m.start()], True
+    goals: list[Goal] = []
+    clauses = [c for c in _THEN.split(text) if c.strip()]
+    for clause in clauses:
+        found = _clause(clause.strip().rstrip(",").strip())
+        if found is None:
+            if len(clauses) == 1 and not submit:
+                return None
+            parsed = parse_instruction(clause)
+            if not parsed.target:
+                return None
+            found = [Goal(parsed.kind, target=parsed.target, value=parsed.value, variants=parsed.variants)]
+        goals += found
+    if submit:
+        goals.append(Goal("click", target="Submit", role="button"))
+    return Plan(tuple(goals))
+
+
+def current_goal(plan: Plan, turns: Sequence[Turn]) -> tuple[int, Goal] | None:
+    """The first goal no action has finished yet, with its index; None when all are done."""
+    done = 0
+    for t in turns:
+        a = t.action
+        if a is None or a.extras.get("reveal") or t.outcome.startswith("error"):
+            continue
+        if t.outcome != CHANGED and not a.extras.get("blind"):
+            continue
+        g = a.extras.get("goal")
+        if isinstance(g, int):
+            done = max(done, g + 1)
+    return (done, plan.goals[done]) if done < len(plan.goals) else None
+
+
+# ------------------------------------------------------------------ grounding a goal
+MONTHS = ("january february march april may june july august september october november december").split()
+NOT_NAMES = frozenset({"RootWebArea", "WebArea"})  # the page itself is named after the task
+
+
+@dataclass(frozen=True)
+class Grounded:
+    """The action for a goal (None when the screen does not show its element), why, and the
+    element it acts on."""
+
+    action: Action | None
+    why: str
+    score: float = 0.0
+    element: ScreenItem | None = None
+
+
+def _named(
+    target: str, variants, plan: Plan, instruction: str, items: Sequence[ScreenItem], roles: tuple[str, ...]
+) -> list[tuple[float, ScreenItem]]:
+    """Items named like ``target``, best first. Echoes of the instruction are left out, where
+    every name the plan lists counts as a target word (a list of checkboxes repeats the
+    instruction's words by design); an item of one of ``roles`` beats a plain one, a control
+    beats static text. A name of punctuation only ("+") is matched as written."""
+    items = [s for s in items if s.role not in NOT_NAMES]
+    if not fold(target):
+        return [(1.0, s) for s in items if s.label.strip() == target.strip()]
+    parsed = ParsedInstruction("click", target, "", variants or ((target, 1.0),))
+    names = " ".join(g.target for g in plan.goals if g.target)
+    lines = [TextLine(s.label, 1.0, s.box) for s in items]
+    echo = echo_lines(instruction, ParsedInstruction("click", names, "", ((names, 1.0),)), lines)
+    out = []
+    exact = {fold(v) for v, _ in parsed.variants}
+    for m in best_matches(parsed, lines):
+        s = items[m.line]
+        # A control named exactly the target is the target, whatever text surrounds it.
+        if m.line in echo and not (s.role != "text" and s.interactive and fold(s.label) in exact):
+            continue
+        factor = (1.0 if not roles or s.role in roles else 0.97) * (1.0 if s.interactive else 0.97)
+        out.append((m.score * factor, s))
+    out.sort(key=lambda t: (-round(t[0], 6), t[1].box.top, t[1].box.left))
+    return out
+
+
+def _of_role(items: Sequence[ScreenItem], role: str) -> list[ScreenItem]:
+    roles = ROLE_GROUPS.get(role, ())
+    state, wanted = ROLE_STATES.get(role, ("", True))
+    return [
+        s
+        for s in items
+        if s.role in roles and s.box.area > 0 and (not state or (s.attrs.get(state) == "true") == wanted)
+    ]
+
+
+def _revealing(index: int, turns: Sequence[Turn]) -> list[str]:
+    """The names goal ``index`` has revealed so far (tabs switched to, sections opened)."""
+    return [
+        t.action.extras.get("revealed", "")
+        for t in turns
+        if t.action is not None and t.action.extras.get("goal") == index and t.action.extras.get("reveal")
+    ]
+
+
+def _reveal(index: int, s: ScreenItem, why: str) -> Grounded:
+    extras = {"goal": index, "reveal": True, "revealed": s.label}
+    return Grounded(Action(ActionType.CLICK, s.box.center, extras=extras), why, 1.0, s)
+
+
+def _find(goal: Goal, index: int, plan: Plan, query: Query, items, threshold: float) -> Grounded:
+    """Click the link when in sight, else switch to the next tab (or open the next section)
+    not yet tried, in screen order."""
+    named = _named(goal.target, goal.variants, plan, query.instruction, items, ROLE_GROUPS["link"])
+    if named and named[0][0] >= threshold:
+        s = named[0][1]
+        return Grounded(
+            Action(ActionType.CLICK, s.box.center, extras={"goal": index}), f'link "{s.label}"', 1.0, s
+        )
+    tried = _revealing(index, query.turns)
+    tabs = [s for s in _of_role(items, goal.reveal) if s.attrs.get("selected") != "true"]
+    if not tabs:
+        return Grounded(None, f'"{goal.target}" not in sight and nothing to switch to')
+    fresh = [s for s in tabs if s.label not in tried]
+    s = fresh[0] if fresh else tabs[len(tried) % len(tabs)]
+    return _reveal(index, s, f'"{goal.target}" not in sight: switch to "{s.label}"')
+
+
+def _pick_date(goal: Goal, index: int, items: Sequence[ScreenItem]) -> Grounded:
+    """A date picker: open it from its field, page to the month, click the day."""
+    month, day, year = (int(x) for x in goal.value.split("/"))
+    header = next((s for s in items if s.label.strip().lower() in MONTHS), None)
+    if header is None:
+        fields = _of_role(items, "field")
+        if not fields:
+            return Grounded(None, "no date field in sight")
+        return _reveal(index, fields[0], "open the date picker")
+    row = [
+        s
+        for s in items
+        if re.fullmatch(r"\d{4}", s.label.strip()) and abs(s.box.center.y - header.box.center.y) < 8
+    ]
+    shown_year = int(row[0].label) if row else year
+    diff = (year - shown_year) * 12 + month - (MONTHS.index(header.label.strip().lower()) + 1)
+    if diff:
+        word = "Next" if diff > 0 else "Prev"
+        step = next((s for s in items if s.label.strip() == word), None)
+        if step is None:
+            return Grounded(None, f"the picker shows {header.label} {shown_year}; no {word} to page with")
+        return _reveal(index, step, f"the picker shows {header.label} {shown_year}: {word}")
+    days = [s for s in items if s.label.strip() == str(day) and s.box.top > header.box.bottom]
+    days.sort(key=lambda s: (s.role not in ROLE_GROUPS["link"], s.box.top))
+    if not days:
+        return Grounded(None, f"day {day} not in sight")
+    s = days[0]
+    return Grounded(Action(ActionType.CLICK, s.box.center, extras={"goal": index}), f"day {day}", 1.0, s)
+
+
+def _scrolled_out(s: ScreenItem, items: Sequence[ScreenItem]) -> tuple[ScreenItem, str] | None:
+    """The list box ``s`` (an option) is hidden in, and which way to scroll it."""
+    for box in _of_role(items, "listbox"):
+        b = box.box
+        if b.left <= s.box.center.x <= b.right and not b.top <= s.box.center.y <= b.bottom:
+            return box, "down" if s.box.center.y > b.bottom else "up"
+    return None
+
+
+def ground(plan: Plan, index: int, items: Sequence[ScreenItem], query: Query, threshold: float) -> Grounded:
+    """The action doing goal ``index`` of ``plan`` on the screen ``items``."""
+    goal = plan.goals[index]
+    tag = {"goal": index}
+    if goal.kind == "find":
+        return _find(goal, index, plan, query, items, threshold)
+    if goal.kind == "date":
+        return _pick_date(goal, index, items)
+    if goal.target:
+        named = _named(
+            goal.target, goal.variants, plan, query.instruction, items, ROLE_GROUPS.get(goal.role, ())
+        )
+        if not named or named[0][0] < threshold:
+            near = f'; best "{named[0][1].label}" {named[0][0]:.2f}' if named else ""
+            return Grounded(None, f'no element named like "{goal.target}"{near}')
+        score, s = named[0]
+    else:
+        pool = _of_role(items, goal.role)
+        if goal.kind == "reveal":
+            pool = [s for s in pool if s.attrs.get("expanded") != "true"]
+        n = max(goal.ordinal, 1)
+        if len(pool) < n:
+            return Grounded(None, f"no {goal.role or 'element'} #{n} in sight ({len(pool)} seen)")
+        score, s = 1.0, pool[n - 1]
+    p = s.box.center
+    if goal.role == "option" and (hidden := _scrolled_out(s, items)) is not None:
+        box, way = hidden
+        action = Action(
+            ActionType.SCROLL, box.box.center, direction=way, amount=1, extras={**tag, "reveal": True}
+        )
+        return Grounded(action, f'"{s.label}" is scrolled out of its list: scroll {way}', score, s)
+    if goal.kind in ("type", "select"):
+        if goal.at_left:
+            p = Point(s.box.left + min(12.0, s.box.width / 4), p.y)
+        action = Action(ActionType.TYPE, p, text=goal.value, submit=goal.kind == "select", extras=tag)
+    elif goal.kind == "hover":
+        action = Action(ActionType.HOVER, p, extras=tag)
+    else:
+        # A button pressed on the way to a later goal may change nothing visible (MiniWoB++'s
+        # button sequences): its click counts once executed.
+        if goal.kind == "click" and goal.role in ("", "button") and index < len(plan.goals) - 1:
+            tag = {**tag, "blind": True}
+        action = Action(ActionType.CLICK, p, keys=goal.keys, extras=tag)
+    return Grounded(action, f'{goal.kind} [{s.role}] "{s.label}"', score, s)
+
+
+# ------------------------------------------------------------------ what an agent calls
+def plan_of(query: Query) -> Plan | None:
+    """The plan of a live task's instruction; None for a grounding query or a one-step
+    instruction (the agent's own one-step reading applies)."""
+    return plan_instruction(query.instruction) if query.mode == "agent" else None
+
+
+def next_step(
+    plan: Plan, query: Query, items: Sequence[ScreenItem], threshold: float
+) -> tuple[str, Action | None]:
+    """What an agent answers on this screen: why, and the action (call_user for a task it
+    cannot do, finished once every goal is done, None when the goal's element is not in sight)."""
+    if plan.cannot:
+        return plan.cannot, Action(ActionType.CALL_USER, text=plan.cannot)
+    cur = current_goal(plan, query.turns)
+    if cur is None:
+        return "every step of the task is done", Action(ActionType.FINISHED)
+    g = ground(plan, cur[0], items, query, threshold)
+    return (f"{g.action.describe()} {g.why}" if g.action is not None else g.why), g.action
+
+
+def goal_element(
+    plan: Plan, query: Query, items: Sequence[ScreenItem], threshold: float
+) -> ScreenItem | None:
+    """The element the current goal acts on, for RegionFocus's focal point, judge and choice."""
+    cur = None if plan.cannot else current_goal(plan, query.turns)
+    if cur is None:
+        return None
+    return ground(plan, cur[0], items, query, threshold).element
