@@ -48,6 +48,30 @@ async def test_the_a11y_agent_reads_the_tree_the_loop_hands_it(browser, tmp_path
     ]
 
 
+async def test_the_a11y_agent_finishes_multi_step_tasks_and_declines_what_it_cannot_see(browser, tmp_path):
+    # One episode of each kind of multi-step instruction, scored by the pages' own reward.
+    names = (
+        "choose-list,click-checkboxes-transfer,enter-password,enter-time,focus-text-2,click-menu,"
+        "click-button-sequence,click-color"
+    )
+    tasks = miniwob.miniwob_tasks(f"miniwob:{names}", episodes=1, seed=7)
+    settings = RunSettings(max_steps=10, viewport=(800, 600), progress=False, read_tree=True)
+    records = await run_tasks(
+        tasks,
+        lambda: RegionFocusAgent(get_adapter("a11y"), enabled=False),
+        _run_dir(tmp_path, "a11y-plans"),
+        browser,
+        settings,
+    )
+    by_task = {r["web_name"]: r for r in records}
+    assert {n: by_task[n]["success"] for n in names.split(",")} == {
+        **dict.fromkeys(names.split(","), True),
+        "click-color": False,
+    }
+    assert by_task["click-color"]["ended"] == "call_user" and by_task["click-color"]["steps"] == 1
+    assert by_task["enter-password"]["steps"] == 3  # two fields, then Submit
+
+
 class BlankThenTree:
     """A model double: its own answer clicks blank space; asked about a view (RegionFocus), it
     clicks the element the instruction names, found through the tree the query carries."""
