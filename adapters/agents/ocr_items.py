@@ -4,8 +4,12 @@ as plain text and the controls :class:`OpenCvDetector` finds over the same budge
 
 A control takes the text it shows as its label (a button its caption, a field what is typed in
 it, a dropdown its selected option); a checkbox or radio button takes the line just right of
-it, as its ``<label>`` reads. A field whose text reads as a date or time pattern (mm/dd/yyyy,
---:-- --) is a date or time input, whatever its right-end icon made the detector call it.
+it, as its ``<label>`` reads. The agent reads a few things the detector's kinds leave open:
+- a field whose text reads as a date or time pattern (mm/dd/yyyy, --:-- --), or a "dropdown"
+  whose right-end mark is a closed icon (a clock read as "0", a calendar detected as a box) rather
+  than a chevron, is a date or time input; a date pattern read with no outline around it (a thin
+  border the detector missed) is one too, the size of its text;
+- a field with a resize grip (marks in its bottom-right corner) is a text area, however short.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import statistics
 import threading
 from collections import OrderedDict
 
+import numpy as np
 from PIL import Image
 
 from regionfocus.adapters.agents.ocr_seen import Seen
@@ -35,6 +40,7 @@ ROLES = {
 }
 # A date input's mm/dd/yyyy (or the date typed in it); a time input's --:-- -- (or 07:55 PM).
 _DATE = re.compile(r"^(?:mm|\d{1,2})\s*/\s*(?:dd|\d{1,2})\s*/\s*(?:y{2,4}|\d{2,4})$", re.I)
+_ICON_READS = frozenset({"0", "O", "o", "©", "®", "Q", "@"})  # how the OCR reads a clock icon
 _TIME = re.compile(r"^[-\d\s]+[:.][-\d\s]+(?:[ap]\.?m\.?)?$", re.I)
 
 
@@ -109,26 +115,79 @@ def _nested(e: DetectedElement, controls: list[DetectedElement]) -> bool:
     )
 
 
+def _grip(array: np.ndarray, box: Box, lines: list[TextLine]) -> bool:
+    """Dark marks in the bottom-right corner of a field that no OCR line accounts for: the
+    diagonal strokes of a text area's resize grip."""
+    side, border = 0.35 * box.height, max(3.0, 0.08 * box.height)
+    x0, y0 = int(box.right - border - side), int(box.bottom - border - side)
+    x1, y1 = int(box.right - border), int(box.bottom - border)
+    if x1 - x0 < 3 or y1 - y0 < 3 or any(_overlaps(ln.box, Box(x0, y0, x1, y1)) for ln in lines):
+        return False
+    patch = array[y0:y1, x0:x1].min(axis=2) < 215
+    # The field's own border crosses the corner as a full row or column; grip strokes are
+    # diagonal: a few pixels in each of several rows and columns.
+    patch[patch.mean(axis=1) > 0.6, :] = False
+    patch[:, patch.mean(axis=0) > 0.6] = False
+    rows, cols = patch.any(axis=1).sum(), patch.any(axis=0).sum()
+    return rows >= 3 and cols >= 3 and int(patch.sum()) <= 0.5 * patch.size
+
+
+def _overlaps(a: Box, b: Box) -> bool:
+    return a.left < b.right and b.left < a.right and a.top < b.bottom and b.top < a.bottom
+
+
+def _field_role(e: DetectedElement, label: str, controls: list[DetectedElement]) -> str:
+    """A field's role by what it shows: a date or time input, else the detector's kind."""
+    words = label.split()
+    if _DATE.match(label.strip()) or _TIME.match(label.strip()):
+        return "Date" if "/" in label else "InputTime"
+    if e.kind == "dropdown":
+        icon = bool(words) and words[-1] in _ICON_READS
+        boxed = any(
+            o is not e and o.kind in ("checkbox", "radio") and _covers(e.box, o.box) for o in controls
+        )
+        if icon or boxed:
+            rest = " ".join(words[:-1] if icon else words)
+            return (
+                "Date"
+                if "/" in rest
+                else "InputTime"
+                if not re.search(r"[a-z]{2}", rest, re.I)
+                else "combobox"
+            )
+    return ROLES[e.kind]
+
+
+def _covers(outer: Box, inner: Box) -> bool:
+    return outer.contains(inner.center) and inner.area < outer.area
+
+
 def screen_items(seen: Seen, lines: list[TextLine], controls: list[DetectedElement]) -> list[ScreenItem]:
     """``lines`` (readable OCR lines of ``seen``) and ``controls`` (detected on its budget image)
     as plan items, boxes in pixels of the image ``seen`` was read from."""
     items = [ScreenItem(ln.text, _to_image(seen, ln.box)) for ln in lines]
+    fields = []
     for e in controls:
         if _nested(e, controls):
             continue
         role, attrs = ROLES[e.kind], {}
         if e.kind in ("checkbox", "radio"):
+            if any(o.kind == "dropdown" and _covers(o.box, e.box) for o in controls):
+                continue  # a date field's calendar icon
             label = _label_right_of(lines, e.box)
             attrs["checked"] = "true" if e.checked else "false"
         elif e.kind == "link":
             label = e.text
         else:
             label = " ".join(ln.text for ln in _inside(lines, e.box))
-            if e.kind == "text_area":
+            role = _field_role(e, label, controls) if e.kind != "button" else role
+            if e.kind == "text_area" or (e.kind == "text_field" and _grip(seen.array, e.box, lines)):
                 attrs["multiline"] = "true"
-            elif _DATE.match(label.strip()):
-                role = "Date"
-            elif _TIME.match(label.strip()):
-                role = "InputTime"
+            fields.append(e.box)
         items.append(ScreenItem(label, _to_image(seen, e.box), role, attrs))
+    for ln in lines:  # a date placeholder whose thin border was not detected
+        if _DATE.match(ln.text.strip()) and not any(b.contains(ln.box.center) for b in fields):
+            pad = 0.3 * ln.box.height
+            box = Box(ln.box.left - pad, ln.box.top - pad, ln.box.right + pad, ln.box.bottom + pad)
+            items.append(ScreenItem(ln.text, _to_image(seen, box), "Date"))
     return items
