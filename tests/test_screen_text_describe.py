@@ -14,10 +14,11 @@ from regionfocus.adapters.perception.screen_text import (
     ScreenElement,
     ScreenText,
     describe_screen,
+    merge,
     scale_box,
     with_words,
 )
-from regionfocus.adapters.perception.ui_detect import ElementDetector, OpenCvDetector
+from regionfocus.adapters.perception.ui_detect import DetectedElement, ElementDetector, OpenCvDetector
 from regionfocus.geometry import Box
 
 BORDER = (118, 118, 118)
@@ -206,3 +207,34 @@ def test_a_phrase_inside_a_longer_line_is_located_in_its_own_box():
     assert two is not None and truth[5].left - 3 <= two.box.left and two.box.right <= truth[6].right + 3
     assert screen.find("'urldefrag'").box == screen.locate("urldefrag").box
     assert screen.locate("nowhere to be seen") is None
+
+
+def _line(text, left, top, right, bottom):
+    return TextLine(text, 0.99, Box(left, top, right, bottom))
+
+
+def test_a_filled_outline_holding_rows_of_text_is_a_menu_of_items():
+    # MiniWoB++ click-menu as described at zoom 2: one grey outline, four item rows.
+    rows = [("Jocelyne", 108), ("Olwen", 155), ("Jayne", 190), ("Jinny", 225)]
+    lines = [_line(t, 20, y + 12, 90, y + 30) for t, y in rows]
+    out = merge(lines, [DetectedElement("button", Box(8, 108, 115, 255))])
+    assert [(e.kind, e.text) for e in out] == [("button", t) for t, _ in rows]
+    # Each item is clicked on its own row: the boxes tile the outline from top to bottom.
+    assert [e.box.top for e in out][0] == 108 and out[-1].box.bottom == 255
+    assert all(a.box.bottom == b.box.top for a, b in zip(out, out[1:], strict=False))
+    assert all(e.box.contains(ln.box.center) for e, ln in zip(out, lines, strict=True))
+    # One row of text in an outline stays one button.
+    one = merge([_line("Submit", 30, 115, 90, 135)], [DetectedElement("button", Box(8, 108, 115, 140))])
+    assert [(e.kind, e.text) for e in one] == [("button", "Submit")]
+
+
+def test_a_cursor_after_a_shell_prompt_is_the_terminals_text_field():
+    lines = [_line("Last login: Wed Nov 25 2026", 18, 169, 229, 187), _line("user$", 10, 186, 59, 207)]
+    cursor = DetectedElement("button", Box(57, 188, 68, 206))
+    out = merge(lines, [cursor])
+    field = [e for e in out if e.kind == "text_field"]
+    assert len(field) == 1 and field[0].box.left == 57 and field[0].box.right >= 229
+    assert [e.text for e in out if e.kind == "text"] == ["Last login: Wed Nov 25 2026", "user$"]
+    # The same block with no prompt before it stays what the detector said.
+    plain = merge([_line("Name", 10, 186, 59, 207)], [cursor])
+    assert [e.kind for e in plain] == ["text", "button"]

@@ -233,6 +233,10 @@ def merge(
     - A checkbox or radio button is named by the nearest OCR line to its right on the same row
       (gap at most ``label_gap`` times its side); that line also stays as text, since clicking
       a label is a valid way to tick its box.
+    Two rules the paper's trained detector learned from MiniWoB++ and outlines alone cannot
+    give: a filled outline holding several rows of text is a menu, one button per row
+    (:func:`_menu_items`); a character-wide filled block after a shell prompt is a terminal's
+    text field (:func:`_prompt_field`).
     Lines below ``min_conf`` are dropped. The result is sorted by y (top, then left).
     """
     readable = [ln for ln in lines if ln.conf >= min_conf and ln.text.strip()]
@@ -244,6 +248,13 @@ def merge(
             inside = [i for i, ln in enumerate(readable) if i not in taken and d.box.contains(ln.box.center)]
             inside.sort(key=lambda i: (readable[i].box.top, readable[i].box.left))
             taken.update(inside)
+            rows = _rows([readable[i] for i in inside])
+            if d.kind == "button" and len(rows) >= 2:
+                out.extend(_menu_items(d.box, rows))
+                continue
+            if d.kind == "button" and not inside and (prompt := _prompt_field(d.box, readable)) is not None:
+                out.append(prompt)
+                continue
             text = " ".join(readable[i].text.strip() for i in inside)
             conf = min((readable[i].conf for i in inside), default=1.0)
             out.append(ScreenElement(d.kind, text, d.box, None, conf))
@@ -279,6 +290,65 @@ def merge(
             out.append(ScreenElement("text", ln.text.strip(), ln.box, None, ln.conf, ln.words))
     out.sort(key=lambda e: (round(e.box.top), e.box.left))
     return out
+
+
+def _rows(lines: Sequence[TextLine]) -> list[list[TextLine]]:
+    """``lines`` grouped into rows (vertical overlap of half a line), top to bottom."""
+    rows: list[list[TextLine]] = []
+    for ln in sorted(lines, key=lambda ln: ln.box.top):
+        last = rows[-1][-1].box if rows else None
+        if last is not None and min(last.bottom, ln.box.bottom) - ln.box.top >= 0.5 * min(
+            last.height, ln.box.height
+        ):
+            rows[-1].append(ln)
+        else:
+            rows.append([ln])
+    return rows
+
+
+def _menu_items(box: Box, rows: list[list[TextLine]]) -> list[ScreenElement]:
+    """A filled outline holding several rows of text is a menu or a list, not one button: one
+    entry per row, as wide as the outline, split halfway between rows (where a menu's items
+    meet), so each item is clicked on its own row."""
+    edges = [box.top]
+    for a, b in zip(rows, rows[1:], strict=False):
+        edges.append((max(ln.box.bottom for ln in a) + min(ln.box.top for ln in b)) / 2)
+    edges.append(box.bottom)
+    out = []
+    for k, row in enumerate(rows):
+        row.sort(key=lambda ln: ln.box.left)
+        text = " ".join(ln.text.strip() for ln in row)
+        out.append(
+            ScreenElement(
+                "button",
+                text,
+                Box(box.left, edges[k], box.right, edges[k + 1]),
+                None,
+                min(ln.conf for ln in row),
+            )
+        )
+    return out
+
+
+_PROMPT_ENDS = ("$", ">", "#", "%")
+
+
+def _prompt_field(box: Box, lines: Sequence[TextLine]) -> ScreenElement | None:
+    """A terminal's input line: a filled block no wider than a character (the cursor) right
+    after a line ending in a shell prompt. It is described as a text field running from the
+    cursor as far as the terminal's text reaches, where typing goes once it is clicked."""
+    if box.width > 0.8 * box.height:
+        return None
+    for ln in lines:
+        same_row = abs(ln.box.center.y - box.center.y) <= 0.5 * ln.box.height
+        if (
+            same_row
+            and ln.text.strip().endswith(_PROMPT_ENDS)
+            and -2 <= box.left - ln.box.right <= ln.box.height
+        ):
+            width = max(max(o.box.right for o in lines) - box.left, 10 * box.height)
+            return ScreenElement("text_field", "", Box(box.left, box.top, box.left + width, box.bottom))
+    return None
 
 
 def describe_screen(
