@@ -184,10 +184,21 @@ def screen_items(seen: Seen, lines: list[TextLine], controls: list[DetectedEleme
             if e.kind == "text_area" or (e.kind == "text_field" and _grip(seen.array, e.box, lines)):
                 attrs["multiline"] = "true"
             fields.append(e.box)
-        items.append(ScreenItem(label, _to_image(seen, e.box), role, attrs))
+        box = _segments(e.box, _inside(lines, e.box)) if role in ("Date", "InputTime") else e.box
+        items.append(ScreenItem(label, _to_image(seen, box), role, attrs))
     for ln in lines:  # a date placeholder whose thin border was not detected
         if _DATE.match(ln.text.strip()) and not any(b.contains(ln.box.center) for b in fields):
             pad = 0.3 * ln.box.height
-            box = Box(ln.box.left - pad, ln.box.top - pad, ln.box.right + pad, ln.box.bottom + pad)
+            box = Box(ln.box.left, ln.box.top - pad, ln.box.right + pad, ln.box.bottom + pad)
             items.append(ScreenItem(ln.text, _to_image(seen, box), "Date"))
     return items
+
+
+def _segments(field: Box, inside: list[TextLine]) -> Box:
+    """A date or time input from where its segments start: typing fills the segment clicked
+    and the ones after it, so the plan's point near the left end must land on the first one
+    (the month, the hour), not on the field's padding. That is where its text starts, or, when
+    the dashes were not read, a little inside the border."""
+    texts = [ln for ln in inside if ln.text.strip() not in _ICON_READS]
+    left = min(ln.box.left for ln in texts) if texts else field.left + 0.04 * field.width
+    return Box(left, field.top, field.right, field.bottom)
