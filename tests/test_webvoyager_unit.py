@@ -189,6 +189,13 @@ def test_miniwob_specs():
     assert miniwob.parse_spec("miniwob:click-button, click-link") == ["click-button", "click-link"]
     with pytest.raises(ValueError, match="unknown MiniWoB.. task.s.: click-nothing"):
         miniwob.parse_spec("miniwob:click-nothing")
+    # A pattern is a whole family, in the package's order, each task once.
+    focus = miniwob.parse_spec("miniwob:focus-*,focus-text")
+    assert focus == ["focus-text", "focus-text-2"]
+    clicks = miniwob.parse_spec("miniwob:click-*")
+    assert len(clicks) > 20 and all(n.startswith("click-") for n in clicks) and "click-button" in clicks
+    with pytest.raises(ValueError, match="unknown MiniWoB.. task.s.: zzz-.*"):
+        miniwob.parse_spec("miniwob:zzz-*")
     tasks = miniwob.miniwob_tasks("miniwob:click-button", episodes=3, seed=10)
     assert [(t.id, t.seed) for t in tasks] == [
         ("click-button--0", 10),

@@ -78,7 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
         required=True,
         metavar="FILE.jsonl|miniwob[:task,...]|screen-to-text[:part]",
         help="official WebVoyager JSONL (web_name, id, ques, web) or MiniWoB++: `miniwob` for the curated "
-        "click/type list, `miniwob:click-button,click-link` for chosen tasks, `screen-to-text` for the "
+        "click list, `miniwob:click-button,click-link` for chosen tasks, `miniwob:'click-*,enter-*'` for whole "
+        "families, `screen-to-text` for the "
         "screen-to-text paper's suite in its setting (`:1-step`, `:n-step` or `:task,task` for a part; "
         "the paper's tables in RUN_DIR/screen_to_text.md)",
     )

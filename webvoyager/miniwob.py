@@ -18,6 +18,7 @@ gave the instruction as text only.
 
 from __future__ import annotations
 
+import fnmatch
 import importlib.util
 import os
 from pathlib import Path
@@ -75,16 +76,22 @@ def available_tasks() -> list[str]:
 
 
 def parse_spec(spec: str) -> list[str]:
-    """ "miniwob" -> the curated list; "miniwob:click-button,click-link" -> those tasks. Raises
-    ValueError naming unknown tasks."""
+    """ "miniwob" -> the curated list; "miniwob:click-button,click-link" -> those tasks;
+    "miniwob:click-*,enter-*" -> whole families (shell patterns). Raises ValueError naming
+    unknown tasks and patterns that match none."""
     if spec == "miniwob":
         return list(DEFAULT_TASKS)
     if not spec.startswith("miniwob:"):
         raise ValueError(f"not a MiniWoB++ spec: {spec!r} (use miniwob or miniwob:task,task)")
-    names = [n.strip() for n in spec.split(":", 1)[1].split(",") if n.strip()]
-    if not names:
+    asked = [n.strip() for n in spec.split(":", 1)[1].split(",") if n.strip()]
+    if not asked:
         raise ValueError(f"{spec!r}: name at least one task after 'miniwob:'")
-    known = set(available_tasks())
+    all_tasks = available_tasks()
+    known = set(all_tasks)
+    names: list[str] = []
+    for n in asked:  # a pattern names a whole family: "click-*"
+        found = fnmatch.filter(all_tasks, n) if any(c in n for c in "*?[") else [n]
+        names += [f for f in found or [n] if f not in names]
     unknown = [n for n in names if n not in known]
     if unknown:
         raise ValueError(
