@@ -154,7 +154,44 @@ def test_screen_items_map_controls_and_labels():
     assert got == {
         ("checkbox", "Alpha"): (Box(20, 20, 48, 48), {"checked": "true"}),
         ("button", "Submit"): (Box(20, 88, 160, 140), {}),
-        ("Date", "mm/dd/yyyy"): (Box(16, 176, 240, 220), {}),
+        ("Date", "mm/dd/yyyy"): (Box(24, 176, 240, 220), {}),  # from its first segment on
         ("textbox", ""): (Box(16, 240, 240, 400), {"multiline": "true"}),
     }
     assert Point(100, 34) in [i.box.center for i in items if i.role == "text"]  # "Alpha" at 2x
+
+
+def render_tabs(tabs: bool) -> tuple[Image.Image, dict[str, Box]]:
+    """Three tabs in a row (the first one active: filled blue) or a section bar, and a Submit."""
+    img = Image.new("RGB", (480, 420), "white")
+    d = ImageDraw.Draw(img)
+    f = font(20)
+    parts = {}
+    for i, name in enumerate(("Tab #1", "Tab #2", "Tab #3") if tabs else ()):
+        box = (20 + 110 * i, 20, 124 + 110 * i, 62)
+        d.rounded_rectangle(
+            box, radius=3, outline=(160, 160, 160), fill=(0, 118, 255) if i == 0 else (246, 246, 246)
+        )
+        d.text((box[0] + 18, 30), name, fill="white" if i == 0 else (60, 60, 60), font=f)
+        parts[name] = Box(*box)
+    parts["Section #4"] = Box(20, 110, 440, 144)
+    if not tabs:
+        d.rounded_rectangle((20, 110, 440, 144), radius=3, outline=(0, 90, 200), fill=(0, 118, 255))
+        d.text((30, 115), "Section #4", fill="white", font=f)
+    parts["Submit"] = Box(20, 240, 150, 284)
+    d.rounded_rectangle((20, 240, 150, 284), radius=3, outline=(118, 118, 118), fill=(239, 239, 239))
+    d.text((50, 250), "Submit", fill=(20, 20, 20), font=f)
+    return img, parts
+
+
+def test_tabs_are_switched_while_the_link_is_not_in_sight(agent):
+    image, parts = render_tabs(tabs=True)
+    (first, *_) = run_plan(agent, image, 'Switch between the tabs to find and click on the link "ut".', 1)
+    assert first.extras.get("reveal") and parts["Tab #2"].contains(first.point)  # Tab #1 is the open one
+
+
+def test_a_section_bar_is_opened_then_submit_pressed(agent):
+    image, parts = render_tabs(tabs=False)
+    actions = run_plan(agent, image, "Expand the section below and click submit.", 3)
+    assert [a.type for a in actions[:2]] == [ActionType.CLICK] * 2
+    assert parts["Section #4"].contains(actions[0].point)
+    assert parts["Submit"].contains(actions[1].point)

@@ -9,7 +9,11 @@ it, as its ``<label>`` reads. The agent reads a few things the detector's kinds 
   whose right-end mark is a closed icon (a clock read as "0", a calendar detected as a box) rather
   than a chevron, is a date or time input; a date pattern read with no outline around it (a thin
   border the detector missed) is one too, the size of its text;
-- a field with a resize grip (marks in its bottom-right corner) is a text area, however short.
+- a field with a resize grip (marks in its bottom-right corner) is a text area, however short;
+- buttons side by side in a row (same top and bottom, touching) are tabs, and a flat bar
+  (a button at least five times as wide as tall) is a section header, when their captions are
+  short (a yellow instruction bar is no header): each is also given as a
+  "tab" (selected when filled with colour), for the plans that switch tabs or open sections.
 """
 
 from __future__ import annotations
@@ -186,12 +190,42 @@ def screen_items(seen: Seen, lines: list[TextLine], controls: list[DetectedEleme
             fields.append(e.box)
         box = _segments(e.box, _inside(lines, e.box)) if role in ("Date", "InputTime") else e.box
         items.append(ScreenItem(label, _to_image(seen, box), role, attrs))
+    items += _tabs(seen, [i for i in items if i.role == "button"])
     for ln in lines:  # a date placeholder whose thin border was not detected
         if _DATE.match(ln.text.strip()) and not any(b.contains(ln.box.center) for b in fields):
             pad = 0.3 * ln.box.height
             box = Box(ln.box.left, ln.box.top - pad, ln.box.right + pad, ln.box.bottom + pad)
             items.append(ScreenItem(ln.text, _to_image(seen, box), "Date"))
     return items
+
+
+def _tabs(seen: Seen, buttons: list[ScreenItem]) -> list[ScreenItem]:
+    """The buttons that look like tabs or section headers, again as tabs."""
+    out = []
+    for b in buttons:
+        x, h = b.box, b.box.height
+        row = [
+            o
+            for o in buttons
+            if o is not b
+            and abs(o.box.top - x.top) <= 0.15 * h
+            and abs(o.box.bottom - x.bottom) <= 0.15 * h
+            and min(abs(o.box.left - x.right), abs(x.left - o.box.right)) <= 0.5 * h
+        ]
+        if (row or x.width >= 5 * h) and len(b.label.split()) <= 4:  # tab names are short
+            out.append(ScreenItem(b.label, x, "tab", {"selected": "true" if _coloured(seen, x) else "false"}))
+    return out
+
+
+def _coloured(seen: Seen, box: Box) -> bool:
+    """Most of the box's inside is saturated colour (an active tab), not white or grey."""
+    a = seen.array
+    x0, y0 = int(box.left / seen.sx) + 2, int(box.top / seen.sy) + 2
+    x1, y1 = int(box.right / seen.sx) - 2, int(box.bottom / seen.sy) - 2
+    patch = a[max(0, y0) : max(0, y1), max(0, x0) : max(0, x1)].astype(np.int16)
+    if patch.size == 0:
+        return False
+    return float(np.median(patch.max(axis=2) - patch.min(axis=2))) > 60
 
 
 def _segments(field: Box, inside: list[TextLine]) -> Box:
