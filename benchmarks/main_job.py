@@ -16,6 +16,7 @@ import argparse
 import os
 import resource
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -26,6 +27,39 @@ def cpu_s() -> float:
     """User + system CPU of this process and of its waited-for children, in seconds."""
     own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+class ReadDemand:
+    """How many OCR reads were wanted (running or waiting for an engine) over time: the wall
+    seconds the run spent with none, one, or at least as many as there are engines. A second
+    with fewer reads wanted than cores is a core the run left idle (unless other work, a
+    decode or a resize, filled it)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.wanted, self.since = 0, time.perf_counter()
+        self.seconds: dict[int, float] = {}
+
+    def _step(self, delta: int) -> None:
+        with self._lock:
+            now = time.perf_counter()
+            self.seconds[self.wanted] = self.seconds.get(self.wanted, 0.0) + now - self.since
+            self.wanted, self.since = self.wanted + delta, now
+
+    def wrap(self, read):
+        def counted(pool, rgb):
+            self._step(+1)
+            try:
+                return read(pool, rgb)
+            finally:
+                self._step(-1)
+
+        return counted
+
+    def row(self, cores: int) -> list[float]:
+        self._step(0)
+        by = [self.seconds.get(0, 0.0), self.seconds.get(1, 0.0)]
+        return [*by, sum(v for k, v in self.seconds.items() if k >= min(2, cores))]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,6 +87,9 @@ def main(argv: list[str] | None = None) -> int:
         c1, t1 = cpu_s(), time.perf_counter()
 
         agent = OcrAgent()
+        # Counted around the engine pool's read, for this measurement only.
+        demand = ReadDemand()
+        _EnginePool.read = demand.wrap(_EnginePool.read)
         pools = _EnginePool._pools.values()
         ocr0 = sum(p.cpu_s for p in pools), sum(p.calls for p in pools)
         argv_run = ["--data", "builtin" if args.screens is None else str(data), "--agent", "ocr"]
@@ -76,6 +113,11 @@ def main(argv: list[str] | None = None) -> int:
             ["run", c2 - c1, t2 - t1, "-"],
             ["total", c2 - c0, t2 - t0, "-"],
         ],
+    )
+    print_table(
+        "Wall s of the run by OCR reads wanted (running or waiting)",
+        ["none", "one", "two or more"],
+        [demand.row(2)],
     )
     print_table(
         "OCR agent cache",
