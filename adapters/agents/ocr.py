@@ -7,6 +7,11 @@ unreadable, and the zoomed views RegionFocus cuts read it again. That budget is 
 RegionFocus exists to beat, which makes this agent a faithful, deterministic stand-in for a
 VLM in tests and demos.
 
+A live task's multi-step instruction (select these and submit, type into that field, switch
+tabs) is followed through the shared plan (:mod:`.task_plan`) over what the agent reads: its
+lines and the controls detected over them (:mod:`.ocr_items`). A goal it cannot read at the
+budget is no action, which is RegionFocus's cue to zoom.
+
 Frames: OCR runs on the *budget* image; every point or box this module returns is in pixels of
 the image it was given (the budget scale undone).
 """
