@@ -116,12 +116,23 @@ def test_a_second_option_of_a_scroll_list_is_added_with_ctrl():
         "Select words similar to rabbit, angry, gigantic and click Submit.",
         "Click on a small p",
         "Click on a large green circle",
-        "Click on a 5",
+        "Click on a red 5",
+        "Click on a triangle",
     ],
 )
 def test_what_no_cpu_agent_can_see_is_said_up_front(instruction):
     plan = plan_instruction(instruction)
     assert plan is not None and not plan.goals and plan.cannot.startswith("cannot do this task")
+
+
+@pytest.mark.parametrize(
+    "instruction",
+    ["Find a red colored shirt and add it to the cart", "Click on a q", "Click on the blue Save button"],
+)
+def test_colour_words_elsewhere_do_not_decline_the_task(instruction):
+    # A shape named by its letter can be read; a live site's sentence about colours is a task.
+    plan = plan_instruction(instruction)
+    assert plan is None or not plan.cannot
 
 
 @pytest.mark.parametrize(
@@ -352,7 +363,7 @@ def test_the_a11y_agent_says_it_cannot_do_a_colour_task_in_one_step():
     acts = run(
         A11yAgent(), "Click on the white colored box.", lambda done: [el("button", "Submit", (2, 2, 50, 20))]
     )
-    assert len(acts) == 1 and acts[0].type == ActionType.CALL_USER and "colours" in acts[0].text
+    assert len(acts) == 1 and acts[0].type == ActionType.CALL_USER and "colour" in acts[0].text
 
 
 def test_a_grounding_query_is_never_planned():

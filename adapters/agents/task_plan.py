@@ -116,24 +116,17 @@ _SUBMIT_TAIL = re.compile(
     re.I,
 )
 _THEN = re.compile(r",?\s+(?:and\s+)?then\s+|(?<!find)\s+and\s+(?=click\s+on\s+the\s+item\b)", re.I)
+# Instructions that ask for what neither CPU agent reads (MiniWoB++ click-color, click-shades,
+# click-checkboxes-soft, click-shape's size/colour/shape descriptions), anchored to those forms
+# so that a page's own sentence about colours is not taken for one.
+_LOOKS = r"(?:large|small|red|green|blue|aqua|black|magenta|yellow)"
 _CANNOT = (
+    (re.compile(r"^click\s+on\s+the\s+\w+\s+colou?red\s+box$", re.I), "it asks for a colour"),
+    (re.compile(r"^select\s+all\s+the\s+shades\s+of\s+\w+\b", re.I), "it asks for shades of a colour"),
+    (re.compile(r"^select\s+words\s+similar\s+to\b", re.I), "it asks for words by meaning"),
     (
-        re.compile(r"\bcolou?red\b|\bshades?\s+of\b", re.I),
-        "it asks for colours, which the agent does not read",
-    ),
-    (re.compile(r"\bsimilar\s+to\b|\bsynonyms?\b", re.I), "it asks for words by meaning"),
-    (
-        re.compile(
-            r"^click\s+on\s+an?\s+(?:small|large|big|tiny)?\s*(?:\w+\s+)?(?:circle|square|triangle|shape|item|digit|letter)\b",
-            re.I,
-        ),
-        "it asks for shapes, which the agent does not read",
-    ),
-    (
-        re.compile(
-            r"^click\s+on\s+an?\s+(?:\d|small|large|red|green|blue|yellow|black|white|aqua|magenta)\b", re.I
-        ),
-        "it asks for drawn shapes, digits or letters by look",
+        re.compile(rf"^click\s+on\s+an?\s+(?:{_LOOKS}\b.*|circle|rectangle|triangle|shape|item)$", re.I),
+        "it asks for a drawn shape by its look",
     ),
 )
 _SELECT = re.compile(
@@ -153,7 +146,7 @@ _ORDINAL = r"(?:the\s+)?(?:(?P<n>\d+)(?:st|nd|rd|th)\s+)?"
 _FIELD_WORDS = r"(?:input\s+)?(?:text\s*box|textbox|text\s+field|text\s+input|input\s+field|input|field|box)"
 _FOCUS = re.compile(rf"^(?:focus|click)\s+(?:into|on|in)\s+{_ORDINAL}{_FIELD_WORDS}$", re.I)
 _FIND = re.compile(
-    r"^(?P<how>switch\s+between\s+the\s+tabs|expand\s+the\s+sections?(?:\s+below)?),?\s+to\s+find\s+and\s+click\s+"
+    r"^(?:switch\s+between\s+the\s+tabs|expand\s+the\s+sections?(?:\s+below)?),?\s+to\s+find\s+and\s+click\s+"
     r"(?:on\s+)?the\s+link\s+(?P<target>.+)$",
     re.I,
 )
@@ -215,8 +208,7 @@ def _clause(text: str) -> list[Goal] | None:
             )
         ]
     if m := _FIND.match(text):
-        reveal = "tab"
-        return [Goal("find", target=_unquote(m.group("target")), role="link", reveal=reveal)]
+        return [Goal("find", target=_unquote(m.group("target")), role="link", reveal="tab")]
     if m := _EXPAND.match(text):
         if "pie" in m.group("what").lower():
             return [Goal("click", target="+")]
