@@ -13,7 +13,8 @@ it, as its ``<label>`` reads. The agent reads a few things the detector's kinds 
 - buttons side by side in a row (same top and bottom, touching) are tabs, and a flat bar
   (a button at least five times as wide as tall) is a section header, when their captions are
   short (a yellow instruction bar is no header): each is also given as a
-  "tab" (selected when filled with colour), for the plans that switch tabs or open sections.
+  "tab" (selected when filled with colour among plain ones), for the plans that switch tabs or
+  open sections.
 """
 
 from __future__ import annotations
@@ -213,7 +214,10 @@ def _tabs(seen: Seen, buttons: list[ScreenItem]) -> list[ScreenItem]:
             and min(abs(o.box.left - x.right), abs(x.left - o.box.right)) <= 0.5 * h
         ]
         if (row or x.width >= 5 * h) and len(b.label.split()) <= 4:  # tab names are short
-            out.append(ScreenItem(b.label, x, "tab", {"selected": "true" if _coloured(seen, x) else "false"}))
+            # The open tab is the one filled with colour among plain ones; section bars are all
+            # coloured alike, so colour says nothing about them.
+            selected = bool(row) and _coloured(seen, x) and not all(_coloured(seen, o.box) for o in row)
+            out.append(ScreenItem(b.label, x, "tab", {"selected": "true" if selected else "false"}))
     return out
 
 
