@@ -219,11 +219,12 @@ def phrase_group(task: str) -> str:
     return f"{fam}-*" if fam in FAMILIES else "other families"
 
 
-def phrase_rows(rows: Sequence[RecallRow]) -> list[list[str]]:
-    """Phrase recall per :func:`phrase_group` (the issue's families first), then overall."""
-    groups: dict[str, list[RecallRow]] = {f"{f}-*": [] for f in FAMILIES}
+def phrase_rows(rows: Sequence[RecallRow], per_task: bool = False) -> list[list[str]]:
+    """Phrase recall per :func:`phrase_group` (the issue's families first), then overall;
+    ``per_task``: per task instead of per group."""
+    groups: dict[str, list[RecallRow]] = {} if per_task else {f"{f}-*": [] for f in FAMILIES}
     for r in rows:
-        groups.setdefault(phrase_group(r.task), []).append(r)
+        groups.setdefault(r.task if per_task else phrase_group(r.task), []).append(r)
 
     def line(name: str, rs: Sequence[RecallRow]) -> list[str]:
         n, pointed, unique, located = (
@@ -234,9 +235,9 @@ def phrase_rows(rows: Sequence[RecallRow]) -> list[list[str]]:
             str(len({r.task for r in rs})),
             str(len(rs)),
             str(n),
-            f"{pointed / max(n, 1):.3f}",
+            f"{pointed / n:.3f}" if n else "-",
             str(unique),
-            f"{located / max(unique, 1):.3f}",
+            f"{located / unique:.3f}" if unique else "-",
         ]
 
     out = [line(g, rs) for g, rs in groups.items() if rs]
@@ -257,6 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--zoom", type=float, default=TASK_ZOOM, help=f"CSS zoom of the task (default {TASK_ZOOM})"
     )
+    p.add_argument("--per-task", action="store_true", help="also print phrase recall per task")
     args = p.parse_args(argv)
     try:
         special = {"families": family_tasks, "all": available_tasks}
@@ -269,6 +271,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = asyncio.run(measure_recall(tasks, seeds, args.zoom))
     print(recall_table(rows))
     print_table("Phrase recall of the screen description", PHRASE_HEADERS, phrase_rows(rows))
+    if args.per_task:
+        print_table("Phrase recall per task", ["task", *PHRASE_HEADERS[1:]], phrase_rows(rows, per_task=True))
     print(
         f"\n{len(rows)} pages, {len(tasks)} tasks, seeds {args.seeds}, zoom {args.zoom}, "
         f"{time.perf_counter() - t0:.0f} s"

@@ -187,3 +187,5 @@ def test_phrase_recall_on_one_task(capsys):
     assert row.pointed / row.phrases >= 0.8 and row.located / row.unique >= 0.6  # the OCR reads running text
     table = {r[0]: r[1:] for r in screen_text_recall.phrase_rows(rows)}
     assert table["click-*"][:3] == ["1", "1", str(row.phrases)] and table["all"] == table["click-*"]
+    assert "enter-*" not in table  # a family without pages gets no row
+    assert [r[0] for r in screen_text_recall.phrase_rows(rows, per_task=True)] == ["click-link", "all"]
