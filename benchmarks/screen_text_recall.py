@@ -272,7 +272,8 @@ def main(argv: list[str] | None = None) -> int:
     print(recall_table(rows))
     print_table("Phrase recall of the screen description", PHRASE_HEADERS, phrase_rows(rows))
     if args.per_task:
-        print_table("Phrase recall per task", ["task", *PHRASE_HEADERS[1:]], phrase_rows(rows, per_task=True))
+        per_task = [[r[0], *r[2:]] for r in phrase_rows(rows, per_task=True)]  # no "tasks" column: 1 each
+        print_table("Phrase recall per task", ["task", *PHRASE_HEADERS[2:]], per_task)
     print(
         f"\n{len(rows)} pages, {len(tasks)} tasks, seeds {args.seeds}, zoom {args.zoom}, "
         f"{time.perf_counter() - t0:.0f} s"
