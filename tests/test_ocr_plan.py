@@ -126,7 +126,17 @@ def test_a_goal_not_in_sight_is_no_action_and_the_focus_goes_to_unread_marks(age
     image, _ = render_form()
     q = Query("Select Delta and click Submit.", mode="agent")
     assert asyncio.run(agent.act(image, q)).action is None  # RegionFocus's no-action trigger
-    assert asyncio.run(agent.propose_point(image, q, Avoid())).point is not None
+    focal = asyncio.run(agent.propose_point(image, q, Avoid())).point
+    assert focal is not None and Box(0, 0, 480, 420).contains(focal)
+
+
+def test_with_no_evidence_at_all_the_focus_is_the_middle_of_the_page_read(agent):
+    # The page sits in the top-left of a large blank screen (MiniWoB++'s 200 px task in 1440 px).
+    image = Image.new("RGB", (1440, 1440), "white")
+    ImageDraw.Draw(image).text((20, 20), "Ready", fill=(20, 20, 20), font=font(28))
+    q = Query('Expand the pie menu below and click on the item labeled "J".', mode="agent")
+    reply = asyncio.run(agent.propose_point(image, q, Avoid()))
+    assert "the middle of what is read" in reply.text and Box(0, 0, 300, 200).contains(reply.point)
 
 
 def test_screen_items_map_controls_and_labels():

@@ -31,7 +31,7 @@ import numpy as np
 from PIL import Image
 
 from regionfocus.actions import Action, ActionType
-from regionfocus.adapters.agents.ocr_items import ControlCache, screen_items, text_lines
+from regionfocus.adapters.agents.ocr_items import ControlCache, extent, screen_items, text_lines
 from regionfocus.adapters.agents.ocr_seen import Seen, SeenCache, grow_box, unread_ink_peak
 from regionfocus.adapters.agents.task_plan import (
     Plan,
@@ -496,15 +496,19 @@ class OcrAgent:
     def _plan_focus(self, seen: Seen, query: Query, plan: Plan, avoid: list[Point]) -> tuple[Point, str]:
         """The current goal's element; when it is not in sight, the evidence for its name (or,
         for an unnamed one, the unread marks where a zoomed view may show it)."""
-        e = self._goal_item(seen, query, plan)
+        items = self._items(seen)
+        e = goal_element(plan, query, items, self.act_threshold)
         if e is not None:
             return e.box.center, f'{e.role} "{e.label}"'
         cur = None if plan.cannot else current_goal(plan, query.turns)
         target = cur[1].target if cur is not None else ""
         variants = (cur[1].variants or ((target, 1.0),)) if cur is not None and target else ()
-        return self._evidence(
+        p, why = self._evidence(
             seen, query.instruction, ParsedInstruction("click", target, "", variants), avoid
         )
+        if why.startswith("no evidence") and items:  # the page's middle, not the empty screen's
+            return extent(items).center, "no evidence: the middle of what is read"
+        return p, why
 
     # ------------------------------------------------------------------ evidence
     def _evidence_at(

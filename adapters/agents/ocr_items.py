@@ -73,6 +73,16 @@ class ControlCache:
         return found
 
 
+def extent(items: list[ScreenItem]) -> Box:
+    """The smallest box holding every item (at least one)."""
+    return Box(
+        min(s.box.left for s in items),
+        min(s.box.top for s in items),
+        max(s.box.right for s in items),
+        max(s.box.bottom for s in items),
+    )
+
+
 def _to_image(seen: Seen, b: Box) -> Box:
     return Box(b.left * seen.sx, b.top * seen.sy, b.right * seen.sx, b.bottom * seen.sy)
 
