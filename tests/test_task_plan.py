@@ -272,8 +272,26 @@ def test_tabs_are_tried_in_order_until_the_link_shows():
     g = ground_first(plan, tabs, turns)  # tab 2 showed no link: tab 3 next, not tab 2 again
     assert g.element.label == "Tab #3"
     link = item("ut.", 30, 150, "link")
-    g = ground_first(plan, [*tabs, link], turns + [turn(g.action)])
-    assert g.element is link and "reveal" not in g.action.extras
+    g3 = ground_first(plan, [*tabs, link], turns + [turn(g.action)])
+    assert g3.element is link and "reveal" not in g3.action.extras
+    # Every tab opened and the link still unread: no action, so RegionFocus zooms in to read.
+    g4 = ground_first(plan, tabs, turns + [turn(g.action)])
+    assert g4.action is None and "Tab #2, Tab #3" in g4.why
+
+
+def test_the_instructions_second_line_is_not_taken_for_the_second_button():
+    # The OCR reads the wrapped header as two lines; "button TWO." ties with the button "TWO".
+    instruction = "Click button ONE, then click button TWO."
+    items = [
+        item("Click button ONE, then click", 4, 4, w=150, h=14),
+        item("button TWO.", 4, 18, w=70, h=14),
+        item("ONE", 115, 70, "button", w=50, h=50),
+        item("TWO", 78, 134, "button", w=50, h=50),
+    ]
+    plan = plan_instruction(instruction)
+    assert ground(plan, 1, items, Query(instruction, "agent"), 0.75).element is items[3]
+    plain = [*items[:2], item("ONE", 124, 85, w=37, h=19), item("TWO", 87, 149, w=39, h=19)]
+    assert ground(plan, 1, plain, Query(instruction, "agent"), 0.75).element is plain[3]
 
 
 def test_the_date_picker_is_opened_paged_and_its_day_clicked():

@@ -303,12 +303,15 @@ def _named(
     """Items named like ``target``, best first. Echoes of the instruction are left out, where
     every name the plan lists counts as a target word (a list of checkboxes repeats the
     instruction's words by design); an item of one of ``roles`` beats a plain one, a control
-    beats static text. A name of punctuation only ("+") is matched as written."""
+    beats static text (and wins a tie with a plain OCR line). A name of punctuation only ("+")
+    is matched as written."""
     items = [s for s in items if s.role not in NOT_NAMES]
     if not fold(target):
         return [(1.0, s) for s in items if s.label.strip() == target.strip()]
     parsed = ParsedInstruction("click", target, "", variants or ((target, 1.0),))
-    names = " ".join(g.target for g in plan.goals if g.target)
+    # Each name as its narrowest phrasing: "button ONE" names "ONE", and "button" stays an
+    # instruction word that marks the header's "button TWO." as an echo.
+    names = " ".join((g.variants[-1][0] if g.variants else g.target) for g in plan.goals if g.target)
     lines = [TextLine(s.label, 1.0, s.box) for s in items]
     echo = echo_lines(instruction, ParsedInstruction("click", names, "", ((names, 1.0),)), lines)
     out = []
@@ -320,7 +323,7 @@ def _named(
             continue
         factor = (1.0 if not roles or s.role in roles else 0.97) * (1.0 if s.interactive else 0.97)
         out.append((m.score * factor, s))
-    out.sort(key=lambda t: (-round(t[0], 6), t[1].box.top, t[1].box.left))
+    out.sort(key=lambda t: (-round(t[0], 6), t[1].role == "text", t[1].box.top, t[1].box.left))
     return out
 
 
@@ -362,7 +365,9 @@ def _find(goal: Goal, index: int, plan: Plan, query: Query, items, threshold: fl
     if not tabs:
         return Grounded(None, f'"{goal.target}" not in sight and nothing to switch to')
     fresh = [s for s in tabs if s.label not in tried]
-    s = fresh[0] if fresh else tabs[len(tried) % len(tabs)]
+    if not fresh:  # every one was opened: the link is there but unread (RegionFocus zooms in)
+        return Grounded(None, f'"{goal.target}" not read after opening {len(tried)}: {", ".join(tried)}')
+    s = fresh[0]
     return _reveal(index, s, f'"{goal.target}" not in sight: switch to "{s.label}"')
 
 
