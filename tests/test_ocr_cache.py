@@ -7,12 +7,13 @@ from __future__ import annotations
 import asyncio
 import threading
 
+import numpy as np
 import pytest
 from PIL import Image, ImageDraw
 
 from regionfocus.actions import click
 from regionfocus.adapters.agents.ocr import OcrAgent, _EnginePool
-from regionfocus.adapters.agents.ocr_seen import Seen, SeenCache
+from regionfocus.adapters.agents.ocr_seen import BudgetArrays, Seen, SeenCache
 from regionfocus.geometry import Box
 from regionfocus.model import Avoid, Query
 from regionfocus.stars import draw_stars
@@ -154,3 +155,25 @@ def test_a_crowded_choice_map_is_read_through_the_clean_copy(screen):
     reply = asyncio.run(agent.choose(draw_stars(screen.image, crowd, labels), q, options))
     assert engine_calls(agent) == before
     assert reply.choice in (1, 2, 3)
+
+
+def test_an_image_object_is_resized_to_the_budget_once_while_it_lives():
+    import gc
+
+    made: list[int] = []
+
+    def make(image):
+        made.append(id(image))
+        return np.asarray(image.resize((8, 6)))
+
+    arrays = BudgetArrays()
+    shot = Image.new("RGB", (80, 60), "white")
+    first = arrays.get(shot, make)
+    assert arrays.get(shot, make) is first and len(made) == 1
+    assert not first.flags.writeable  # shared between requests: nobody may draw on it
+    # The same pixels in another object are another image (a starred copy, a view).
+    twin = shot.copy()
+    assert arrays.get(twin, make) is not first and len(made) == 2
+    del shot, twin, first
+    gc.collect()
+    assert arrays._arrays == {}

@@ -32,7 +32,7 @@ from PIL import Image
 
 from regionfocus.actions import Action, ActionType
 from regionfocus.adapters.agents.ocr_items import ControlCache, extent, screen_items, text_lines
-from regionfocus.adapters.agents.ocr_seen import Seen, SeenCache, grow_box, unread_ink_peak
+from regionfocus.adapters.agents.ocr_seen import BudgetArrays, Seen, SeenCache, grow_box, unread_ink_peak
 from regionfocus.adapters.agents.task_plan import (
     Plan,
     ScreenItem,
@@ -254,6 +254,7 @@ class OcrAgent:
         self.threads = int(threads or 1)
         self.engines = int(engines or max(1, usable_cores() // self.threads))
         self.cache = SeenCache(cache_size)
+        self.arrays = BudgetArrays()
         self.controls = ControlCache()
 
     # ------------------------------------------------------------------ seeing
@@ -265,6 +266,9 @@ class OcrAgent:
         return 0
 
     def _budget_array(self, image: Image.Image) -> np.ndarray:
+        return self.arrays.get(image, self._resize)
+
+    def _resize(self, image: Image.Image) -> np.ndarray:
         rgb = image.convert("RGB")
         target = self.input_size(rgb.size)
         if target != rgb.size:
