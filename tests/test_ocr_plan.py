@@ -12,9 +12,9 @@ from PIL import Image, ImageDraw
 
 from regionfocus.actions import Action, ActionType
 from regionfocus.adapters.agents.ocr import OcrAgent
-from regionfocus.adapters.agents.ocr_items import screen_items, text_lines
+from regionfocus.adapters.agents.ocr_items import screen_items
 from regionfocus.adapters.agents.task_plan import CHANGED
-from regionfocus.adapters.perception.ocr_text import TextLine
+from regionfocus.adapters.perception.ocr_text import TextLine, text_lines
 from regionfocus.adapters.perception.ui_detect import DetectedElement
 from regionfocus.geometry import Box, Point
 from regionfocus.model import Avoid, Option, Query, Turn, Verdict

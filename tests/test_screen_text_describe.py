@@ -238,3 +238,19 @@ def test_a_cursor_after_a_shell_prompt_is_the_terminals_text_field():
     # The same block with no prompt before it stays what the detector said.
     plain = merge([_line("Name", 10, 186, 59, 207)], [cursor])
     assert [e.kind for e in plain] == ["text", "button"]
+
+
+def test_a_huge_unreadable_glyph_does_not_wipe_out_the_fields_under_it():
+    # MiniWoB++ focus-text-2: three empty fields, read by the recogniser as one "1" covering
+    # the whole screen at confidence 0.25.
+    image = Image.new("RGB", (500, 560), "white")
+    draw = ImageDraw.Draw(image)
+    boxes = [(36, 116, 292, 159), (28, 193, 284, 236), (40, 282, 296, 325)]
+    for b in boxes:
+        draw.rounded_rectangle(b, radius=3, outline=(118, 118, 118), width=1)
+    glyph = [TextLine("1", 0.247, Box(0, 0, 499, 559))]
+    described = describe_screen(image, lines=glyph)
+    fields = [e for e in described.elements if e.kind in ("text_field", "text_area")]
+    assert len(fields) == 3
+    assert all(f.box.contains(Box(*b).center) for f, b in zip(fields, boxes, strict=True))
+    assert not [e for e in described.elements if e.kind == "text"]

@@ -31,7 +31,7 @@ import numpy as np
 from PIL import Image
 
 from regionfocus.actions import Action, ActionType
-from regionfocus.adapters.agents.ocr_items import ControlCache, extent, screen_items, text_lines
+from regionfocus.adapters.agents.ocr_items import ControlCache, extent, screen_items
 from regionfocus.adapters.agents.ocr_seen import BudgetArrays, Seen, SeenCache, grow_box, unread_ink_peak
 from regionfocus.adapters.agents.task_plan import (
     Plan,
@@ -49,6 +49,7 @@ from regionfocus.adapters.perception.ocr_text import (
     check_fractions,
     echo_lines,
     parse_instruction,
+    text_lines,
     token_overlap,
 )
 from regionfocus.geometry import Box, Point, box_around

@@ -20,7 +20,6 @@ it, as its ``<label>`` reads. The agent reads a few things the detector's kinds 
 from __future__ import annotations
 
 import re
-import statistics
 import threading
 from collections import OrderedDict
 
@@ -102,17 +101,6 @@ def _label_right_of(lines: list[TextLine], box: Box) -> str:
         and ln.box.left <= box.right + 3 * box.width
     ]
     return min(row, key=lambda ln: ln.box.left).text.lstrip("□☐☑◯○◉● ").strip() if row else ""
-
-
-def text_lines(lines: list[TextLine]) -> list[TextLine]:
-    """``lines`` without the ones far taller than every other: the recogniser sometimes reads a
-    stack of empty fields as one huge glyph, which would also hide them from the detector."""
-    out = []
-    for i, ln in enumerate(lines):
-        others = [o.box.height for j, o in enumerate(lines) if j != i]
-        if not others or ln.box.height <= 3.0 * statistics.median(others):
-            out.append(ln)
-    return out
 
 
 def _nested(e: DetectedElement, controls: list[DetectedElement]) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+import statistics
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -456,3 +457,14 @@ def echo_lines(instruction: str, parsed: ParsedInstruction, lines: Sequence[Text
         if len(set().union(*(hits[i] for i in block))) >= ECHO_MIN_WORDS:
             echo.update(block)
     return frozenset(echo)
+
+
+def text_lines(lines: list[TextLine]) -> list[TextLine]:
+    """``lines`` without the ones far taller than every other: the recogniser sometimes reads a
+    stack of empty fields as one huge glyph, which would also hide them from the detector."""
+    out = []
+    for i, ln in enumerate(lines):
+        others = [o.box.height for j, o in enumerate(lines) if j != i]
+        if not others or ln.box.height <= 3.0 * statistics.median(others):
+            out.append(ln)
+    return out

@@ -29,7 +29,14 @@ import numpy as np
 from PIL import Image
 
 from regionfocus.adapters.agents.ocr import _EnginePool, usable_cores
-from regionfocus.adapters.perception.ocr_text import Match, TextLine, match_line, span_box, split_words
+from regionfocus.adapters.perception.ocr_text import (
+    Match,
+    TextLine,
+    match_line,
+    span_box,
+    split_words,
+    text_lines,
+)
 from regionfocus.adapters.perception.ui_detect import DetectedElement, ElementDetector, OpenCvDetector
 from regionfocus.geometry import Box, Point
 
@@ -376,9 +383,12 @@ def describe_screen(
     read = list(lines) if lines is not None else read_lines(image)
     read = with_words(image, read)
     t1 = time.perf_counter()
-    found = (detector or OpenCvDetector()).detect(image, read)
+    # The detector clears text before it traces outlines: a page of empty fields that the
+    # recogniser read as one huge low-confidence glyph must not wipe the fields out.
+    legible = text_lines([ln for ln in read if ln.conf >= min_conf])
+    found = (detector or OpenCvDetector()).detect(image, legible)
     t2 = time.perf_counter()
-    elements = merge(read, found, min_conf=min_conf)
+    elements = merge(legible, found, min_conf=min_conf)
     if ignore:
         elements = [e for e in elements if not any(b.contains(e.box.center) for b in ignore)]
     return ScreenText(image.size, elements, ocr_s=t1 - t0, detect_s=t2 - t1)
