@@ -388,7 +388,7 @@ def describe_screen(
     legible = text_lines([ln for ln in read if ln.conf >= min_conf])
     found = (detector or OpenCvDetector()).detect(image, legible)
     t2 = time.perf_counter()
-    elements = merge(legible, found, min_conf=min_conf)
+    elements = merge(read, found, min_conf=min_conf)
     if ignore:
         elements = [e for e in elements if not any(b.contains(e.box.center) for b in ignore)]
     return ScreenText(image.size, elements, ocr_s=t1 - t0, detect_s=t2 - t1)
