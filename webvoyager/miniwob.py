@@ -28,11 +28,10 @@ from regionfocus.environment import EpisodeStatus
 from .browser import BrowserEnv
 from .tasks import WebTask
 
-# Single-click tasks named by visible text, which the built-in OCR agent can solve when it reads
-# the text (checked with it, with and without RegionFocus). Multi-step click/type tasks that a
-# VLM can do (click-option, enter-text, focus-text, login-user, click-collapsible, choose-list)
-# are left to `miniwob:...` lists: the OCR agent repeats one instruction and cannot finish them.
-# Drag, draw, slider and colour tasks suit neither (docs/ARCHITECTURE.md §9).
+# A quick list of one-click tasks named by visible text. The CPU agents also read the multi-step
+# instructions of the click-, enter-, focus- and choose- families (adapters/agents/task_plan.py):
+# `miniwob:'click-*,enter-*,focus-*,choose-*'` runs all of them (BENCHMARKS.md §13). Drag, draw,
+# slider and colour tasks suit neither CPU agent (docs/ARCHITECTURE.md §9).
 DEFAULT_TASKS = (
     "click-button",
     "click-link",
