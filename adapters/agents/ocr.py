@@ -30,8 +30,9 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from regionfocus.a11y.elements import union_box
 from regionfocus.actions import Action, ActionType
-from regionfocus.adapters.agents.ocr_items import ControlCache, extent, screen_items
+from regionfocus.adapters.agents.ocr_items import ControlCache, screen_items
 from regionfocus.adapters.agents.ocr_seen import BudgetArrays, Seen, SeenCache, grow_box, unread_ink_peak
 from regionfocus.adapters.agents.task_plan import (
     Plan,
@@ -512,7 +513,7 @@ class OcrAgent:
             seen, query.instruction, ParsedInstruction("click", target, "", variants), avoid
         )
         if why.startswith("no evidence") and items:  # the page's middle, not the empty screen's
-            return extent(items).center, "no evidence: the middle of what is read"
+            return union_box(s.box for s in items).center, "no evidence: the middle of what is read"
         return p, why
 
     # ------------------------------------------------------------------ evidence

@@ -28,7 +28,8 @@ from PIL import Image
 
 from regionfocus.adapters.agents.ocr_seen import Seen
 from regionfocus.adapters.perception.ocr_text import TextLine
-from regionfocus.adapters.perception.ui_detect import DetectedElement, OpenCvDetector
+from regionfocus.adapters.perception.ui_detect import DetectedElement, OpenCvDetector, _covered
+from regionfocus.adapters.perception.ui_detect import _inside as _box_inside
 from regionfocus.geometry import Box
 
 from .task_plan import ScreenItem
@@ -72,16 +73,6 @@ class ControlCache:
         return found
 
 
-def extent(items: list[ScreenItem]) -> Box:
-    """The smallest box holding every item (at least one)."""
-    return Box(
-        min(s.box.left for s in items),
-        min(s.box.top for s in items),
-        max(s.box.right for s in items),
-        max(s.box.bottom for s in items),
-    )
-
-
 def _to_image(seen: Seen, b: Box) -> Box:
     return Box(b.left * seen.sx, b.top * seen.sy, b.right * seen.sx, b.bottom * seen.sy)
 
@@ -107,14 +98,7 @@ def _nested(e: DetectedElement, controls: list[DetectedElement]) -> bool:
     """A control drawn inside another one (the unread caption of a button, a field's inner
     edge) is part of it."""
     return e.kind != "link" and any(
-        o is not e
-        and o.kind != "link"
-        and o.box.area > e.box.area
-        and o.box.left - 1 <= e.box.left
-        and o.box.top - 1 <= e.box.top
-        and e.box.right <= o.box.right + 1
-        and e.box.bottom <= o.box.bottom + 1
-        for o in controls
+        o is not e and o.kind != "link" and _box_inside(e.box, o.box, 1.0) for o in controls
     )
 
 
@@ -124,7 +108,7 @@ def _grip(array: np.ndarray, box: Box, lines: list[TextLine]) -> bool:
     side, border = 0.35 * box.height, max(3.0, 0.08 * box.height)
     x0, y0 = int(box.right - border - side), int(box.bottom - border - side)
     x1, y1 = int(box.right - border), int(box.bottom - border)
-    if x1 - x0 < 3 or y1 - y0 < 3 or any(_overlaps(ln.box, Box(x0, y0, x1, y1)) for ln in lines):
+    if x1 - x0 < 3 or y1 - y0 < 3 or any(_covered(ln.box, Box(x0, y0, x1, y1)) > 0 for ln in lines):
         return False
     patch = array[y0:y1, x0:x1].min(axis=2) < 215
     # The field's own border crosses the corner as a full row or column; grip strokes are
@@ -133,10 +117,6 @@ def _grip(array: np.ndarray, box: Box, lines: list[TextLine]) -> bool:
     patch[:, patch.mean(axis=0) > 0.6] = False
     rows, cols = patch.any(axis=1).sum(), patch.any(axis=0).sum()
     return rows >= 3 and cols >= 3 and int(patch.sum()) <= 0.5 * patch.size
-
-
-def _overlaps(a: Box, b: Box) -> bool:
-    return a.left < b.right and b.left < a.right and a.top < b.bottom and b.top < a.bottom
 
 
 def _field_role(e: DetectedElement, label: str, controls: list[DetectedElement]) -> str:
