@@ -293,7 +293,6 @@ class Grounded:
 
     action: Action | None
     why: str
-    score: float = 0.0
     element: ScreenItem | None = None
 
 
@@ -348,7 +347,7 @@ def _revealing(index: int, turns: Sequence[Turn]) -> list[str]:
 
 def _reveal(index: int, s: ScreenItem, why: str) -> Grounded:
     extras = {"goal": index, "reveal": True, "revealed": s.label}
-    return Grounded(Action(ActionType.CLICK, s.box.center, extras=extras), why, 1.0, s)
+    return Grounded(Action(ActionType.CLICK, s.box.center, extras=extras), why, s)
 
 
 def _find(goal: Goal, index: int, plan: Plan, query: Query, items, threshold: float) -> Grounded:
@@ -358,7 +357,7 @@ def _find(goal: Goal, index: int, plan: Plan, query: Query, items, threshold: fl
     if named and named[0][0] >= threshold:
         s = named[0][1]
         return Grounded(
-            Action(ActionType.CLICK, s.box.center, extras={"goal": index}), f'link "{s.label}"', 1.0, s
+            Action(ActionType.CLICK, s.box.center, extras={"goal": index}), f'link "{s.label}"', s
         )
     tried = _revealing(index, query.turns)
     tabs = [s for s in _of_role(items, goal.reveal) if s.attrs.get("selected") != "true"]
@@ -398,7 +397,7 @@ def _pick_date(goal: Goal, index: int, items: Sequence[ScreenItem]) -> Grounded:
     if not days:
         return Grounded(None, f"day {day} not in sight")
     s = days[0]
-    return Grounded(Action(ActionType.CLICK, s.box.center, extras={"goal": index}), f"day {day}", 1.0, s)
+    return Grounded(Action(ActionType.CLICK, s.box.center, extras={"goal": index}), f"day {day}", s)
 
 
 def _scrolled_out(s: ScreenItem, items: Sequence[ScreenItem]) -> tuple[ScreenItem, str] | None:
@@ -425,7 +424,7 @@ def ground(plan: Plan, index: int, items: Sequence[ScreenItem], query: Query, th
         if not named or named[0][0] < threshold:
             near = f'; best "{named[0][1].label}" {named[0][0]:.2f}' if named else ""
             return Grounded(None, f'no element named like "{goal.target}"{near}')
-        score, s = named[0]
+        s = named[0][1]
     else:
         pool = _of_role(items, goal.role)
         if goal.kind == "reveal":
@@ -433,14 +432,14 @@ def ground(plan: Plan, index: int, items: Sequence[ScreenItem], query: Query, th
         n = max(goal.ordinal, 1)
         if len(pool) < n:
             return Grounded(None, f"no {goal.role or 'element'} #{n} in sight ({len(pool)} seen)")
-        score, s = 1.0, pool[n - 1]
+        s = pool[n - 1]
     p = s.box.center
     if goal.role == "option" and (hidden := _scrolled_out(s, items)) is not None:
         box, way = hidden
         action = Action(
             ActionType.SCROLL, box.box.center, direction=way, amount=1, extras={**tag, "reveal": True}
         )
-        return Grounded(action, f'"{s.label}" is scrolled out of its list: scroll {way}', score, s)
+        return Grounded(action, f'"{s.label}" is scrolled out of its list: scroll {way}', s)
     if goal.kind in ("type", "select"):
         if goal.at_left:
             p = Point(s.box.left + min(12.0, s.box.width / 4), p.y)
@@ -453,7 +452,7 @@ def ground(plan: Plan, index: int, items: Sequence[ScreenItem], query: Query, th
         if goal.kind == "click" and goal.role in ("", "button") and index < len(plan.goals) - 1:
             tag = {**tag, "blind": True}
         action = Action(ActionType.CLICK, p, keys=goal.keys, extras=tag)
-    return Grounded(action, f'{goal.kind} [{s.role}] "{s.label}"', score, s)
+    return Grounded(action, f'{goal.kind} [{s.role}] "{s.label}"', s)
 
 
 # ------------------------------------------------------------------ what an agent calls
