@@ -34,6 +34,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from regionfocus.webvoyager.rundir import read_results
+
 from ._common import print_machine, print_table
 
 FAMILIES = ("click", "enter", "focus", "choose")
@@ -122,15 +124,9 @@ class Run:
 
 
 def load_run(folder: Path) -> Run:
-    """The run folder's records.jsonl (a resumed folder's last record per episode wins) and
+    """The run folder's records (``read_results``: a retried episode's last record wins) and
     the client CPU logged beside it, if any."""
-    records: dict[tuple[str, int], dict] = {}
-    path = folder / "records.jsonl"
-    if path.is_file():
-        for line in path.read_text().splitlines():
-            if line.strip():
-                r = json.loads(line)
-                records[(r["web_name"], int(r.get("seed") or 0))] = r
+    records = {(r["web_name"], int(r.get("seed") or 0)): r for r in read_results(folder)}
     cpu = folder / "client_cpu.json"
     cpu_s = sum(s["cpu_s"] for s in json.loads(cpu.read_text())) if cpu.is_file() else None
     return Run(folder.name, records, cpu_s)

@@ -137,7 +137,9 @@ def _records(folder, rows) -> None:
 
     folder.mkdir()
     keys = ("web_name", "seed", "success", "ended", "steps", "wall_s")
-    lines = [json.dumps({"status": "ok", **dict(zip(keys, r, strict=True))}) for r in rows]
+    lines = [
+        json.dumps({"id": f"{r[0]}--{r[1]}", "status": "ok", **dict(zip(keys, r, strict=True))}) for r in rows
+    ]
     (folder / "records.jsonl").write_text("\n".join(lines) + "\n")
 
 
