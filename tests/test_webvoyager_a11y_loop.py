@@ -32,16 +32,19 @@ def _run_dir(path, name) -> RunDir:
     return rd
 
 
+async def _a11y_alone(browser, folder, names: str, seed: int, max_steps: int) -> list[dict]:
+    """One episode of each MiniWoB++ task ``names`` with the a11y agent alone, reading the tree."""
+    tasks = miniwob.miniwob_tasks(f"miniwob:{names}", episodes=1, seed=seed)
+    settings = RunSettings(max_steps=max_steps, viewport=(800, 600), progress=False, read_tree=True)
+
+    def agent() -> RegionFocusAgent:
+        return RegionFocusAgent(get_adapter("a11y"), enabled=False)
+
+    return await run_tasks(tasks, agent, _run_dir(folder.parent, folder.name), browser, settings)
+
+
 async def test_the_a11y_agent_reads_the_tree_the_loop_hands_it(browser, tmp_path):
-    tasks = miniwob.miniwob_tasks("miniwob:click-button,click-dialog", episodes=1, seed=3)
-    settings = RunSettings(max_steps=3, viewport=(800, 600), progress=False, read_tree=True)
-    records = await run_tasks(
-        tasks,
-        lambda: RegionFocusAgent(get_adapter("a11y"), enabled=False),
-        _run_dir(tmp_path, "a11y"),
-        browser,
-        settings,
-    )
+    records = await _a11y_alone(browser, tmp_path / "a11y", "click-button,click-dialog", seed=3, max_steps=3)
     assert [(r["id"], r["success"], r["steps"]) for r in records] == [
         ("click-button--0", True, 1),
         ("click-dialog--0", True, 1),
@@ -54,15 +57,7 @@ async def test_the_a11y_agent_finishes_multi_step_tasks_and_declines_what_it_can
         "choose-list,click-checkboxes-transfer,enter-password,enter-time,focus-text-2,click-menu,"
         "click-button-sequence,click-color"
     )
-    tasks = miniwob.miniwob_tasks(f"miniwob:{names}", episodes=1, seed=7)
-    settings = RunSettings(max_steps=10, viewport=(800, 600), progress=False, read_tree=True)
-    records = await run_tasks(
-        tasks,
-        lambda: RegionFocusAgent(get_adapter("a11y"), enabled=False),
-        _run_dir(tmp_path, "a11y-plans"),
-        browser,
-        settings,
-    )
+    records = await _a11y_alone(browser, tmp_path / "a11y-plans", names, seed=7, max_steps=10)
     by_task = {r["web_name"]: r for r in records}
     assert {n: by_task[n]["success"] for n in names.split(",")} == {
         **dict.fromkeys(names.split(","), True),
