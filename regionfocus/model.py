@@ -94,6 +94,15 @@ class Usage:
     # images (0 when all were encoded for an earlier request) and their bytes as sent.
     encode_s: float | None = None
     image_bytes: int | None = None
+    # Hosted providers bill cached input at another rate: the part of ``prompt_tokens`` the
+    # provider served from its prompt cache (reads; cache writes count as plain input).
+    cached_tokens: int | None = None
+    # The model id the provider reports having served (the price table's key).
+    model: str | None = None
+    # [w, h] of each image as sent, and as the provider's model sees it after any server-side
+    # downscaling; the answer's frame is the seen size.
+    image_sent: list[list[int]] | None = None
+    image_seen: list[list[int]] | None = None
 
 
 @dataclass
