@@ -17,6 +17,7 @@ from typing import Any
 
 from PIL import Image
 
+from regionfocus.kit import stats
 from regionfocus.kit.report_shell import Overlay, jpeg_data_url, render, thumbnail
 from regionfocus.kit.runlog import (
     RECORDS,
@@ -167,6 +168,59 @@ def markdown_table(head: Sequence[str], body: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in body])
 
 
+# ----------------------------------------------------------------------------- uncertainty
+def _row_label(name: str) -> str:
+    return dict(ROWS).get("final" if name == strategies.REGIONFOCUS else name, name)
+
+
+def shown_rows(records: Sequence[dict[str, Any]], enabled: bool) -> list[str]:
+    """The strategy rows a run reports: the baseline, RegionFocus when it ran, the peers."""
+    return [n for n in strategies.rows_of(records) if enabled or n != strategies.REGIONFOCUS]
+
+
+def interval_table(records: Sequence[dict[str, Any]], names: Sequence[str]) -> tuple[list, list]:
+    """Each row's accuracy with its 95 % interval, overall, per ui_type and per group."""
+    n = len(records)
+    slices: list[tuple[str, Any]] = [("Overall", lambda s: True)]
+    if any(r["sample"].get("ui_type") in ("text", "icon") for r in records):
+        slices += [(k, lambda s, k=k: s.get("ui_type") == k) for k in ("text", "icon")]
+    slices += [(g, lambda s, g=g: s.get("group") == g) for g in _groups_of([r["sample"] for r in records])]
+    slices = [(k, keep) for k, keep in slices if any(keep(r["sample"]) for r in records)]
+    head = ["", f"n={n}", *(k for k, _ in slices[1:])]
+    body = []
+    for name in names:
+        right = strategies.outcomes(records, name)
+        cells = []
+        for _, keep in slices:
+            sel = [ok for ok, r in zip(right, records, strict=True) if keep(r["sample"])]
+            cells.append(stats.pct_ci(sum(sel), len(sel)))
+        body.append([_row_label(name), *cells])
+    return head, body
+
+
+def paired_table(records: Sequence[dict[str, Any]], names: Sequence[str]) -> list[list[str]]:
+    """Every row against the baseline, then every two other rows against each other."""
+    vectors = {n: strategies.outcomes(records, n) for n in names}
+    others = [n for n in names if n != strategies.BASELINE]
+    pairs = [(n, strategies.BASELINE) for n in others if strategies.BASELINE in vectors]
+    pairs += [(a, b) for i, a in enumerate(others) for b in others[i + 1 :]]
+    out = []
+    for a, b in pairs:
+        t = stats.paired(vectors[a], vectors[b])
+        if t is not None:
+            out.append(stats.paired_cells(_row_label(a), _row_label(b), t))
+    return out
+
+
+def uncertainty_markdown(records: Sequence[dict[str, Any]], enabled: bool) -> list[str]:
+    names = shown_rows(records, enabled)
+    lines = ["## Accuracy with 95 % intervals", "", markdown_table(*interval_table(records, names)), ""]
+    pairs = paired_table(records, names)
+    if pairs:
+        lines += ["## Paired comparisons", "", markdown_table(stats.PAIRED_HEAD, pairs), ""]
+    return lines + [stats.HOW_TO_READ, ""]
+
+
 # ----------------------------------------------------------------------------- statistics
 def outcome(rec: dict[str, Any]) -> str:
     """How the sample moved: "error", "wrong→right", "right→wrong", "right→right", "wrong→wrong".
@@ -258,6 +312,7 @@ def summary_markdown(
         ]
     else:
         lines += ["## Per split (the official tables)", "", markdown_table(*split_table(rows, fmt)), ""]
+    lines += uncertainty_markdown(records, enabled)
     if enabled:
         lines += [
             "## RegionFocus",
@@ -387,7 +442,32 @@ def compare_runs(run_a: str | Path, run_b: str | Path) -> str:
         counts = [sum(1 for d in ds if keep(d)) for ds in per_run]
         n = str(counts[0]) if counts[0] == counts[1] else f"{counts[0]}/{counts[1]}"
         out.append(f"{name:<{w}} " + " ".join(f"{c:>{cw}}" for c in cells) + f" {n:>6}")
+    if common:
+        out += ["", *_paired_runs(recs, (run_a, run_b))]
     return "\n".join(line for line in out if line != "") + "\n"
+
+
+def _paired_runs(recs: Sequence[Sequence[dict[str, Any]]], run_dirs: Sequence[str | Path]) -> list[str]:
+    """Each row both runs have, A against B on the samples they share (paired by id)."""
+    by_id = [{r["id"]: r for r in rs} for rs in recs]
+    ids = [i for i in by_id[0] if i in by_id[1]]
+    aligned = [[b[i] for i in ids] for b in by_id]
+    names = [shown_rows(rs, regionfocus_enabled(rd)) for rs, rd in zip(aligned, run_dirs, strict=True)]
+    rows = []
+    for name in (n for n in names[0] if n in names[1]):
+        t = stats.paired(strategies.outcomes(aligned[0], name), strategies.outcomes(aligned[1], name))
+        if t is not None:
+            rows.append(stats.paired_cells(f"A {_row_label(name)}", f"B {_row_label(name)}", t))
+    if not rows:
+        return []
+    widths = [max(len(str(c)) for c in col) for col in zip(stats.PAIRED_HEAD, *rows, strict=True)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    return [
+        f"Paired on the {len(ids)} shared samples:",
+        fmt.format(*stats.PAIRED_HEAD),
+        *(fmt.format(*r) for r in rows),
+        stats.HOW_TO_READ,
+    ]
 
 
 # ----------------------------------------------------------------------------- HTML
@@ -501,6 +581,9 @@ def html_report(
         records=records,
         groups=groups,
         table1=[(label, table1_cells(ds, groups)) for label, ds in rows],
+        intervals=interval_table(records, shown_rows(records, enabled)),
+        paired=(stats.PAIRED_HEAD, paired_table(records, shown_rows(records, enabled))),
+        how_to_read=stats.HOW_TO_READ,
         strategies=comparison
         and {
             "head": head,

@@ -22,6 +22,7 @@ from typing import Any
 from PIL import Image, ImageDraw, ImageFont
 
 from regionfocus.agent import StaticPrediction
+from regionfocus.kit import stats
 from regionfocus.model import GroundingModel
 from regionfocus.strategies import STRATEGIES, get_strategy
 from regionfocus.strategies.protocol import CostedCall, StrategyResult
@@ -169,19 +170,24 @@ def row_cost(rec: dict[str, Any], name: str) -> dict[str, Any]:
     return ((rec.get("strategies") or {}).get(name) or {}).get("cost") or {}
 
 
+def outcomes(records: Sequence[dict[str, Any]], name: str) -> list[bool]:
+    """Whether row ``name`` got each record right (an error record, or no result, is wrong)."""
+    out = []
+    for r in records:
+        res = row_result(r, name)
+        out.append(res is not None and res.get("correctness") == CORRECT and r["status"] != "error")
+    return out
+
+
 def comparison(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per strategy: accuracy (overall, per group, per ui_type), cost per sample and
     flips against the baseline, over every record (errors count wrong)."""
     n = len(records)
     groups = sorted({r["sample"]["group"] for r in records})
     out = []
+    base = outcomes(records, BASELINE)
     for name in rows_of(records):
-        results = [row_result(r, name) for r in records]
-        right = [
-            res is not None and res.get("correctness") == CORRECT and r["status"] != "error"
-            for r, res in zip(records, results, strict=True)
-        ]
-        base = [r["baseline"]["correctness"] == CORRECT and r["status"] != "error" for r in records]
+        right = outcomes(records, name)
 
         def acc(mask: Sequence[bool], right=right) -> float | None:
             sel = [x for x, m in zip(right, mask, strict=True) if m]
@@ -198,6 +204,8 @@ def comparison(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             {
                 "strategy": name,
                 "accuracy": acc([True] * n),
+                "interval": stats.wilson(sum(right), n),
+                "vs_baseline": stats.paired(right, base) if name != BASELINE else None,
                 "by_group": {g: acc([r["sample"]["group"] == g for r in records]) for g in groups},
                 "text": acc([r["sample"]["ui_type"] == "text" for r in records]),
                 "icon": acc([r["sample"]["ui_type"] == "icon" for r in records]),
@@ -264,6 +272,7 @@ def comparison_cells(rows: Sequence[dict[str, Any]]) -> tuple[list[str], list[li
     head = [
         "strategy",
         "overall",
+        "95 % CI",
         *groups,
         "text",
         "icon",
@@ -273,11 +282,13 @@ def comparison_cells(rows: Sequence[dict[str, Any]]) -> tuple[list[str], list[li
         "model s",
         "W→R",
         "R→W",
+        "p vs baseline",
     ]
     body = [
         [
             r["strategy"],
             _f(r["accuracy"]),
+            _ci(r.get("interval")),
             *(_f(r["by_group"][g]) for g in groups),
             _f(r["text"]),
             _f(r["icon"]),
@@ -287,10 +298,15 @@ def comparison_cells(rows: Sequence[dict[str, Any]]) -> tuple[list[str], list[li
             _f(r["model_s"], 2),
             str(r["wrong_to_right"]) if r["strategy"] != BASELINE else "–",
             str(r["right_to_wrong"]) if r["strategy"] != BASELINE else "–",
+            stats.p_value(r["vs_baseline"].p) if r.get("vs_baseline") else "–",
         ]
         for r in rows
     ]
     return head, body
+
+
+def _ci(ci: tuple[float, float] | None) -> str:
+    return "–" if ci is None else f"{100 * ci[0]:.1f}–{100 * ci[1]:.1f}"
 
 
 def comparison_markdown(rows: Sequence[dict[str, Any]]) -> str:

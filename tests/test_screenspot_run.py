@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import signal
 import subprocess
@@ -103,7 +104,8 @@ def test_official_results_keep_errors_in_the_denominator(rf_run: Path):
 
 def test_summary_reports_judge_flips_and_cost(rf_run: Path):
     text = (rf_run / "summary.md").read_text()
-    rows = {line.split("|")[1].strip(): line for line in text.splitlines() if line.startswith("| ")}
+    table1 = text.split("## Table 1 layout")[1].split("\n## ")[0]
+    rows = {line.split("|")[1].strip(): line for line in table1.splitlines() if line.startswith("| ")}
     # Overall avg: baseline 4/9, + RegionFocus 6/9.
     assert rows["baseline"].rstrip(" |").endswith("44.4")
     assert rows["+ RegionFocus"].rstrip(" |").endswith("66.7")
@@ -113,6 +115,37 @@ def test_summary_reports_judge_flips_and_cost(rf_run: Path):
     assert "Trigger rate: 6/9" in text
     assert "appb_2: all 6 model call(s) failed" in text
     assert "| CAD | appb | 2 | 50.0 | 100.0 |" in text
+
+
+def _wilson_pct(k: int, n: int) -> str:
+    """The Wilson score interval by its formula (z for 95 %), as the summary prints it."""
+    z = 1.959963984540054
+    centre = (k + z * z / 2) / (n + z * z)
+    half = z / (n + z * z) * math.sqrt(k * (n - k) / n + z * z / 4)
+    return f"{100 * k / n:.1f} [{100 * (centre - half):.1f}–{100 * (centre + half):.1f}]"
+
+
+def test_summary_gives_intervals_and_the_paired_test(rf_run: Path):
+    text = (rf_run / "summary.md").read_text()
+    section = text.split("## Accuracy with 95 % intervals")[1].split("\n## ")[0]
+    rows = {
+        line.split("|")[1].strip(): line.split("|")[2].strip()
+        for line in section.splitlines()[3:]
+        if line.startswith("| ")
+    }
+    assert rows == {"baseline": _wilson_pct(4, 9), "+ RegionFocus": _wilson_pct(6, 9)}
+    paired = text.split("## Paired comparisons")[1].split("\n## ")[0]
+    row = next(line for line in paired.splitlines() if line.startswith("| + RegionFocus"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    # 3 samples only RegionFocus got right, 1 only the baseline: exact McNemar is a two-sided
+    # binomial test of 1 in 4 at one half, 2 * (1 + 4) / 16.
+    assert cells[:3] == ["+ RegionFocus", "baseline", "9"]
+    assert cells[4:] == ["3", "1", "0.625"]
+    assert cells[3].startswith("+22.2 [")  # (6 - 4) / 9
+    lo, hi = (float(v) for v in cells[3].split("[")[1].rstrip("]").split(","))
+    assert -100 <= lo < 22.2 < hi <= 100
+    # A resample's difference is a whole number of samples out of 9.
+    assert all(abs(v * 9 / 100 - round(v * 9 / 100)) < 0.01 for v in (lo, hi))
 
 
 def test_no_regionfocus_is_the_same_baseline(rf_run: Path, base_run: Path):
@@ -206,6 +239,9 @@ def test_compare_prints_both_runs(rf_run: Path, base_run: Path, capsys):
     cad = next(line for line in out.splitlines() if line.startswith("CAD"))
     assert cad.split() == ["CAD", "50.0", "100.0", "50.0", "2"]
     assert "Creative" not in out  # groups neither run has are left out
+    # The paired test of A's baseline against B's: the same answers, so no discordant pair.
+    paired = next(line for line in out.splitlines() if line.startswith("A baseline"))
+    assert paired.split()[-3:] == ["0", "0", "1.000"]
 
 
 def test_compare_restricts_to_shared_samples(rf_run: Path, tmp_path: Path):
