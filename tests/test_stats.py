@@ -73,3 +73,24 @@ def test_the_same_records_give_the_same_interval():
 def test_unequal_lengths_are_refused():
     with pytest.raises(ValueError, match="length"):
         stats.paired([True], [True, False])
+
+
+def test_webvoyager_compare_pairs_tasks_by_id(tmp_path, capsys):
+    import json
+
+    from regionfocus.webvoyager.cli import main
+
+    # A solves tasks 0-5, B solves 0-1 and 6: A alone 4 (2-5), B alone 1 (6); task 9 unscored in B.
+    for name, solved in (("a", {0, 1, 2, 3, 4, 5}), ("b", {0, 1, 6})):
+        d = tmp_path / name
+        d.mkdir()
+        recs = [{"id": f"t--{i}", "web_name": "t", "success": i in solved} for i in range(10)]
+        if name == "b":
+            recs[9]["success"] = None
+        (d / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    out = capsys.readouterr().out
+    assert "Paired on the 9 tasks both runs scored" in out
+    row = out.splitlines()[out.splitlines().index("  ".join(stats.PAIRED_HEAD)) + 1]
+    assert row.split()[-3:] == ["4", "1", f"{_mcnemar_exact(4, 1):.3f}"]
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "nothing")]) == 2

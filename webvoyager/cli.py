@@ -521,6 +521,25 @@ def report_main(argv: list[str]) -> int:
     return 0
 
 
+def compare_main(argv: list[str]) -> int:
+    from .report import compare_runs
+
+    p = argparse.ArgumentParser(
+        prog="regionfocus webvoyager compare",
+        description="Two run folders of the same tasks side by side: success with 95 %% intervals, "
+        "and the paired test (exact McNemar, bootstrap interval of the difference) on the tasks both scored.",
+    )
+    p.add_argument("run_a", metavar="RUN_A")
+    p.add_argument("run_b", metavar="RUN_B")
+    args = p.parse_args(argv)
+    for d in (args.run_a, args.run_b):
+        if not _is_run_folder(d):
+            print(f"regionfocus webvoyager compare: {d} holds no run (no records.jsonl)", file=sys.stderr)
+            return 2
+    print(compare_runs(args.run_a, args.run_b), end="")
+    return 0
+
+
 def rebuild_outputs(root: str | Path) -> tuple[str | None, Path]:
     """Everything a run folder derives from its record log: results.json, the screen-to-text
     tables (returned, None for other runs) and summary + report.html (the report's path returned)."""
@@ -574,6 +593,8 @@ def main(argv: list[str] | None = None) -> int:
         return report_main(argv[1:])
     if argv and argv[0] == "merge":
         return merge_main(argv[1:])
+    if argv and argv[0] == "compare":
+        return compare_main(argv[1:])
     return run_main(argv)
 
 

@@ -14,6 +14,7 @@ from statistics import mean
 
 from PIL import Image
 
+from regionfocus.kit import stats
 from regionfocus.kit.report_shell import Overlay, render
 
 from .rundir import read_json, read_results, run_config, write_json, write_text
@@ -33,6 +34,7 @@ def _group_stats(records: list[dict]) -> dict:
         "scored": len(scored),
         "success": sum(1 for r in scored if r["success"]),
         "success_rate": round(sum(1 for r in scored if r["success"]) / len(scored), 4) if scored else None,
+        "success_ci": stats.wilson(sum(1 for r in scored if r["success"]), len(scored)),
         "mean_reward": round(mean(rewards), 4) if rewards else None,
         "answered": sum(1 for r in records if r.get("answer")),
         "errors": sum(1 for r in records if r.get("error")),
@@ -72,21 +74,25 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.1f}"
 
 
+def _ci(ci: list[float] | tuple[float, float] | None) -> str:
+    return "-" if ci is None else f"{100 * ci[0]:.1f}–{100 * ci[1]:.1f}"
+
+
 def summary_markdown(summary: dict) -> str:
     rf = summary.get("regionfocus_enabled")
     lines = [
         f"# WebVoyager run: {summary.get('agent') or '?'} "
         f"({'+ RegionFocus' if rf else 'baseline' if rf is not None else '?'})",
         "",
-        "| site | tasks | success % | mean reward | answered | errors | partial | mean steps | RF rounds/task | triggers/task |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| site | tasks | success % | 95 % CI | mean reward | answered | errors | partial | mean steps | RF rounds/task | triggers/task |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     rows = list(summary["sites"].items()) + [("**overall**", summary["overall"])]
     for site, s in rows:
         trig = ", ".join(f"{k} {v}" for k, v in s["triggers_per_task"].items()) or "-"
         reward = "-" if s["mean_reward"] is None else f"{s['mean_reward']:.3f}"
         lines.append(
-            f"| {site} | {s['tasks']} | {_pct(s['success_rate'])} | {reward} | {s['answered']} | "
+            f"| {site} | {s['tasks']} | {_pct(s['success_rate'])} | {_ci(s.get('success_ci'))} | {reward} | {s['answered']} | "
             f"{s['errors']} | {s.get('partial', 0)} | {s['mean_steps']:.2f} | {s['rounds_per_task']:.2f} | {trig} |"
         )
     judge = summary.get("judge")
@@ -100,7 +106,34 @@ def summary_markdown(summary: dict) -> str:
         for site, s in list(judge["sites"].items()) + [("**overall**", judge["overall"])]:
             lines.append(f"| {site} | {s['mean'] * 100:.1f} ± {s['std'] * 100:.1f} | {s['unknown']} |")
     lines.append("")
-    lines.append("Success: MiniWoB++ by the page's reward (raw reward > 0); WebVoyager tasks by the judge.")
+    lines.append(
+        "Success: MiniWoB++ by the page's reward (raw reward > 0); WebVoyager tasks by the judge. "
+        "95 % CI: the Wilson score interval over the scored tasks; two runs of the same tasks compare "
+        "task by task with `regionfocus webvoyager compare RUN_A RUN_B` (exact McNemar)."
+    )
+    return "\n".join(lines) + "\n"
+
+
+def compare_runs(run_a: str | Path, run_b: str | Path) -> str:
+    """Two runs of the same tasks, task by task: each run's success rate with its interval on
+    the tasks both scored, and the paired test of A against B."""
+    by_id = [{str(r.get("id")): r for r in read_results(d)} for d in (run_a, run_b)]
+    ids = [i for i, r in by_id[0].items() if i in by_id[1] and r.get("success") is not None]
+    ids = [i for i in ids if by_id[1][i].get("success") is not None]
+    lines = [f"A: {run_a}  ({len(by_id[0])} tasks)", f"B: {run_b}  ({len(by_id[1])} tasks)"]
+    if not ids:
+        return "\n".join([*lines, "no task is scored in both runs: nothing to compare"]) + "\n"
+    a = [bool(by_id[0][i]["success"]) for i in ids]
+    b = [bool(by_id[1][i]["success"]) for i in ids]
+    t = stats.paired(a, b)
+    lines += [
+        f"Paired on the {len(ids)} tasks both runs scored:",
+        f"A success % {stats.pct_ci(sum(a), len(a))}",
+        f"B success % {stats.pct_ci(sum(b), len(b))}",
+        "  ".join(stats.PAIRED_HEAD),
+        "  ".join(stats.paired_cells("A", "B", t)),
+        stats.HOW_TO_READ,
+    ]
     return "\n".join(lines) + "\n"
 
 
