@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from regionfocus.kit.command import Parser, run_command
+from regionfocus.kit.prices import load as load_prices
 from regionfocus.model import GroundingModel
 
 PROG = "regionfocus screenspot-pro"
@@ -143,6 +144,13 @@ def run_parser() -> argparse.ArgumentParser:
         default="bmp",
         help="files of --local-media-dir: bmp (uncompressed, default) or png (lossless, ~4x smaller)",
     )
+    r.add_argument(
+        "--prices",
+        metavar="FILE",
+        help="a price table (TOML: [[model]] match, input, cached_input, output in USD per million "
+        "tokens) for the USD columns of summary.md and report.html, instead of the built-in one "
+        "(regionfocus/kit/data/prices.toml, hosted models with their sources)",
+    )
     add_shard_argument(r)
     add_agent_arguments(p)
     add_second_agent_arguments(p)
@@ -249,6 +257,8 @@ def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
     n_all, samples = len(samples), select(samples, args.shard)
     if not samples:
         raise ValueError(f"shard {args.shard} holds none of the {n_all} selected samples; use fewer shards")
+    if args.prices:
+        load_prices(args.prices)  # a table that does not read fails before any model call
     out = Path(args.out or f"runs/{fmt.name}-{args.agent}")
     owned = model is None  # a model the caller passed in is the caller's to close
     if model is None:
@@ -269,6 +279,7 @@ def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
         ),
         "max_in_flight": args.max_in_flight,
         "n_selected": len(samples),
+        "prices": str(Path(args.prices).resolve()) if args.prices else None,
     }
     print(f"{len(samples)} samples from {data_dir} -> {out}", file=sys.stderr)
 
@@ -326,8 +337,17 @@ def cmd_report(argv: list[str]) -> int:
         metavar="N",
         help="samples whose screenshots report.html embeds (errors and flips first; default 400)",
     )
+    p.add_argument(
+        "--prices",
+        metavar="FILE",
+        help="a price table (TOML: [[model]] match, input, cached_input, output in USD per million "
+        "tokens) for the USD columns of summary.md and report.html, instead of the run's "
+        "(regionfocus/kit/data/prices.toml, hosted models with their sources)",
+    )
     args = p.parse_args(argv)
-    write_reports(args.run_dir, thumb_width=args.thumb_width, max_images=args.max_images)
+    write_reports(
+        args.run_dir, thumb_width=args.thumb_width, max_images=args.max_images, prices_file=args.prices
+    )
     print(table_for_run(args.run_dir))
     return 0
 

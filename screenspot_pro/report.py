@@ -17,7 +17,7 @@ from typing import Any
 
 from PIL import Image
 
-from regionfocus.kit import stats
+from regionfocus.kit import prices, stats
 from regionfocus.kit.report_shell import Overlay, jpeg_data_url, render, thumbnail
 from regionfocus.kit.runlog import (
     RECORDS,
@@ -271,9 +271,50 @@ def run_stats(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def price_table(config: dict[str, Any], override: str | Path | None = None) -> prices.PriceTable:
+    """The table a run is priced with: ``override`` (``--prices`` of ``report``), else the file
+    the run was started with, else the built-in one."""
+    return prices.load(override or config.get("invocation", {}).get("prices"))
+
+
+def pricing(config: dict[str, Any], table: prices.PriceTable) -> strategies.Pricing:
+    """USD of a cost row's tokens; calls whose backend named no model are the run's ``--model``."""
+    model = config.get("identity", {}).get("model")
+    return lambda by_model: table.cost(by_model, model)
+
+
+def money_lines(
+    records: Sequence[dict[str, Any]], config: dict[str, Any], table: prices.PriceTable
+) -> list[str]:
+    """Dollars per sample of the baseline and RegionFocus rows, and the rates they came from."""
+    rows = {r["strategy"]: r for r in strategies.comparison(records, pricing(config, table))}
+    models = {
+        m or config.get("identity", {}).get("model") or "(unnamed)"
+        for r in records
+        for cost in (r.get("cost") or {}).values()
+        for m in (cost.get("by_model") or {})
+    }
+    if not models:
+        return []
+    cells = [
+        f"{label} {strategies.usd_cell(rows[name].get('usd'))}"
+        for name in shown_rows(records, config.get("identity", {}).get("regionfocus_enabled", True))
+        if name in (strategies.BASELINE, strategies.REGIONFOCUS) and name in rows
+        for label in [_row_label(name)]
+    ]
+    return [
+        f"- USD: {', '.join(cells)} (prices: {table.origin})",
+        *(f"  - {line}" for line in table.describe(models)),
+    ]
+
+
 def summary_markdown(
-    records: Sequence[dict[str, Any]], config: dict[str, Any], n_selected: int | None = None
+    records: Sequence[dict[str, Any]],
+    config: dict[str, Any],
+    n_selected: int | None = None,
+    table: prices.PriceTable | None = None,
 ) -> str:
+    table = table or price_table(config)
     ident = config.get("identity", {})
     enabled = ident.get("regionfocus_enabled", True)
     rows = [(label, details_for(records, row)) for row, label in ROWS if enabled or row == "baseline"]
@@ -332,6 +373,7 @@ def summary_markdown(
         f"- Model calls: {s['calls_per_sample']:.2f} ({s['failed_calls']} failed calls in total)",
         f"- Tokens: {s['prompt_tokens_per_sample']:.0f} prompt, {s['completion_tokens_per_sample']:.0f} completion",
         f"- Seconds: {s['seconds_per_sample']:.2f} wall, {s['model_seconds_per_sample']:.2f} summed over model calls",
+        *money_lines(records, config, table),
         *_peak_rss_line(records),
         "",
     ]
@@ -343,7 +385,7 @@ def summary_markdown(
             "model's processor counts them; text tokens = prompt + completion - image). "
             "W→R / R→W: flips against the baseline. Plot: strategies.png.",
             "",
-            strategies.comparison_markdown(strategies.comparison(records)),
+            strategies.comparison_markdown(strategies.comparison(records, pricing(config, table))),
         ]
     if s["error_examples"]:
         lines += ["## Errors (first 5)", ""] + [f"- {e}" for e in s["error_examples"]] + [""]
@@ -367,12 +409,15 @@ def write_reports(
     n_selected: int | None = None,
     thumb_width: int = 1200,
     max_images: int | None = 400,
+    prices_file: str | Path | None = None,
 ) -> list[dict[str, Any]]:
     """(Re)write results.json, results_baseline.json, summary.md and report.html from the
-    folder alone, each atomically. Returns the records in dataset order."""
+    folder alone, each atomically. Returns the records in dataset order. ``prices_file``:
+    another price table than the run's (``report --prices``)."""
     run_dir = Path(run_dir)
     records = load_run(run_dir)
     config = read_config(run_dir)
+    table = price_table(config, prices_file)
     evaluate = benchmark(config).evaluate
     atomic_write_json(run_dir / "results.json", evaluate(details_for(records, "final")))
     atomic_write_json(run_dir / "results_baseline.json", evaluate(details_for(records, "baseline")))
@@ -380,11 +425,12 @@ def write_reports(
         atomic_write_json(run_dir / f"results_{name}.json", evaluate(details_for(records, name)))
     if peer_names(records):
         buf = io.BytesIO()
-        strategies.plot_png(strategies.comparison(records)).save(buf, "PNG")
+        strategies.plot_png(strategies.comparison(records, pricing(config, table))).save(buf, "PNG")
         atomic_write_bytes(run_dir / "strategies.png", buf.getvalue())
-    atomic_write_text(run_dir / "summary.md", summary_markdown(records, config, n_selected))
+    atomic_write_text(run_dir / "summary.md", summary_markdown(records, config, n_selected, table))
     atomic_write_text(
-        run_dir / "report.html", html_report(records, config, thumb_width=thumb_width, max_images=max_images)
+        run_dir / "report.html",
+        html_report(records, config, thumb_width=thumb_width, max_images=max_images, table=table),
     )
     return records
 
@@ -561,6 +607,7 @@ def html_report(
     *,
     thumb_width: int = 1200,
     max_images: int | None = 400,
+    table: prices.PriceTable | None = None,
 ) -> str:
     """One self-contained HTML page (templates/report.html on the shared shell: inline CSS, JS
     and JPEG data URLs, overlays as SVG). At most ``max_images`` samples carry screenshots (see
@@ -568,7 +615,8 @@ def html_report(
     enabled = config.get("identity", {}).get("regionfocus_enabled", True)
     rows = [(label, details_for(records, row)) for row, label in ROWS if enabled or row == "baseline"]
     groups = _groups_of(*(d for _, d in rows))
-    comparison = strategies.comparison(records) if peer_names(records) else []
+    table = table or price_table(config)
+    comparison = strategies.comparison(records, pricing(config, table)) if peer_names(records) else []
     head, body = strategies.comparison_cells(comparison)
     cache = _ImageCache(thumb_width)
     shown = images_for(records, max_images)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from PIL import Image, ImageDraw, ImageFont
@@ -179,9 +179,13 @@ def outcomes(records: Sequence[dict[str, Any]], name: str) -> list[bool]:
     return out
 
 
-def comparison(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+Pricing = Callable[[dict[str, Any]], "float | None"]
+
+
+def comparison(records: Sequence[dict[str, Any]], pricing: Pricing | None = None) -> list[dict[str, Any]]:
     """One row per strategy: accuracy (overall, per group, per ui_type), cost per sample and
-    flips against the baseline, over every record (errors count wrong)."""
+    flips against the baseline, over every record (errors count wrong). ``pricing``: USD of a
+    cost row's ``by_model`` tokens (None: unknown), from the run's price table."""
     n = len(records)
     groups = sorted({r["sample"]["group"] for r in records})
     out = []
@@ -215,11 +219,21 @@ def comparison(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                 "text_tokens": _text_tokens(costs, n),
                 "text_tokens_note": _text_tokens_note(name, costs),
                 "model_s": per_sample("latency_s"),
+                "usd": _usd_per_sample(costs, pricing),
                 "wrong_to_right": sum(ri and not b for ri, b in zip(right, base, strict=True)),
                 "right_to_wrong": sum(b and not ri for ri, b in zip(right, base, strict=True)),
             }
         )
     return out
+
+
+def _usd_per_sample(costs: Sequence[dict[str, Any]], pricing: Pricing | None) -> float | None:
+    """Mean USD per sample; None without a price table, without token counts (a record written
+    before models were costed), or when any sample's tokens have no price."""
+    if pricing is None or not costs or any("by_model" not in c for c in costs):
+        return None
+    usd = [pricing(c["by_model"]) for c in costs]
+    return None if any(u is None for u in usd) else sum(usd) / len(usd)
 
 
 def _text_tokens(costs: Sequence[dict[str, Any]], n: int) -> float | None:
@@ -280,6 +294,7 @@ def comparison_cells(rows: Sequence[dict[str, Any]]) -> tuple[list[str], list[li
         "image tok",
         "text tok",
         "model s",
+        "$/sample",
         "W→R",
         "R→W",
         "p vs baseline",
@@ -296,6 +311,7 @@ def comparison_cells(rows: Sequence[dict[str, Any]]) -> tuple[list[str], list[li
             _f(r["image_tokens"], 0),
             "n/a" if r.get("text_tokens_note") else _f(r["text_tokens"], 0),
             _f(r["model_s"], 2),
+            usd_cell(r.get("usd")),
             str(r["wrong_to_right"]) if r["strategy"] != BASELINE else "–",
             str(r["right_to_wrong"]) if r["strategy"] != BASELINE else "–",
             stats.p_value(r["vs_baseline"].p) if r.get("vs_baseline") else "–",
@@ -303,6 +319,11 @@ def comparison_cells(rows: Sequence[dict[str, Any]]) -> tuple[list[str], list[li
         for r in rows
     ]
     return head, body
+
+
+def usd_cell(v: float | None) -> str:
+    """Dollars with four significant digits: a grounding call costs fractions of a cent."""
+    return "–" if v is None else f"${v:.4g}"
 
 
 def _ci(ci: tuple[float, float] | None) -> str:
@@ -320,16 +341,19 @@ def comparison_markdown(rows: Sequence[dict[str, Any]]) -> str:
 
 
 def plot_png(rows: Sequence[dict[str, Any]], width: int = 1100, height: int = 460) -> Image.Image:
-    """Accuracy against calls per sample (left) and against image + text tokens per sample
-    (right), one labelled dot per strategy."""
+    """Accuracy against calls per sample, against image + text tokens per sample and, when the
+    run's models have prices, against dollars per sample; one labelled dot per strategy."""
+    panels = [("calls per sample", lambda r: r["calls"]), ("tokens per sample", _tokens_of)]
+    if any(r.get("usd") is not None for r in rows):
+        panels.append(("USD per sample", lambda r: r.get("usd")))
+        width = width * 3 // 2
     img = Image.new("RGB", (width, height), "white")
     d = ImageDraw.Draw(img)
     try:
         font = ImageFont.truetype("DejaVuSans.ttf", 13)
     except OSError:
         font = ImageFont.load_default()
-    panels = [("calls per sample", lambda r: r["calls"]), ("tokens per sample", _tokens_of)]
-    pw = (width - 60) // 2
+    pw = (width - 60) // len(panels)
     for k, (label, xof) in enumerate(panels):
         x0, y0, x1, y1 = 50 + k * (pw + 20), 20, 50 + k * (pw + 20) + pw - 40, height - 50
         d.rectangle((x0, y0, x1, y1), outline="#444")
@@ -347,7 +371,7 @@ def plot_png(rows: Sequence[dict[str, Any]], width: int = 1100, height: int = 46
             d.line((x0 - 4, ty, x0, ty), fill="#444")
             d.text((x0 - 34, ty - 7), f"{tick}%", fill="#444", font=font)
         d.text(((x0 + x1) / 2 - 50, y1 + 18), label, fill="#222", font=font)
-        d.text((x1 - 60, y1 + 4), f"{xmax:.0f}" if xmax >= 10 else f"{xmax:.1f}", fill="#444", font=font)
+        d.text((x1 - 60, y1 + 4), f"{xmax:.0f}" if xmax >= 10 else f"{xmax:.2g}", fill="#444", font=font)
         d.text((x0, y1 + 4), "0", fill="#444", font=font)
         for x, y, name in pts:
             px = x0 + (x1 - x0) * x / xmax

@@ -451,3 +451,24 @@ def test_cli_interrupted_and_killed_then_resumed_runs_each_sample_once(tmp_path:
     doc = json.loads((out / "results.json").read_text())
     assert doc["metrics"]["overall"]["num_total"] == 18
     assert doc["metrics"]["overall"]["num_correct_action"] == 12  # 6 of 9, twice
+
+
+def test_report_prices_a_run_from_its_folder(data, tmp_path: Path):
+    run = tmp_path / "run"
+    _run(load_dataset(data), run, identity={"agent": "colour", "model": "colour-1", "data": str(data)})
+    records = read_records(run / "records.jsonl")
+    # The double names no model in its usage: its calls are the run's --model.
+    rows = [r["cost"]["regionfocus"]["by_model"][""] for r in records if r["status"] != "error"]
+    assert rows and all(t["calls"] and t["prompt_tokens"] == 100 * t["calls"] for t in rows)
+    summary = (run / "summary.md").read_text()
+    assert "- USD: baseline –, + RegionFocus –" in summary  # no price for this model: unknown, not $0
+    assert "colour-1: no price in the built-in price table" in summary
+    table = tmp_path / "prices.toml"
+    table.write_text("[[model]]\nmatch = 'colour-*'\ninput = 2.0\noutput = 10.0\nsource = 'test'\n")
+    assert main(["report", str(run), "--prices", str(table)]) == 0
+    by_rec = [r["cost"]["regionfocus"].get("by_model", {}).get("") for r in records]
+    usd = [(t["prompt_tokens"] * 2.0 + t["completion_tokens"] * 10.0) / 1e6 if t else 0.0 for t in by_rec]
+    summary = (run / "summary.md").read_text()
+    line = next(x for x in summary.splitlines() if x.startswith("- USD:"))
+    assert f"+ RegionFocus ${sum(usd) / len(records):.4g}" in line and str(table) in line
+    assert "colour-1: $2 input, $10 output per million tokens (test)" in summary

@@ -87,6 +87,9 @@ class ChatModel(Protocol):
 
 
 # ------------------------------------------------------------------ the result
+_TOKEN_KEYS = ("calls", "prompt_tokens", "cached_tokens", "completion_tokens", "max_prompt_tokens")
+
+
 @dataclass
 class StrategyResult:
     """One sample's outcome. ``action``: final point action in screenshot pixels (None: the
@@ -123,7 +126,24 @@ class StrategyResult:
             "completion_tokens": total("completion_tokens"),
             "latency_s": round(sum(c.latency_s for c in self.calls), 4),
             "errors": sum(1 for c in self.calls if c.error),
+            "cached_tokens": total("cached_tokens"),
+            "by_model": self.tokens_by_model(),
         }
+
+    def tokens_by_model(self) -> dict[str, dict[str, int]]:
+        """Token sums per model id the backend reported ("" when it named none): what a price
+        table needs, since rates differ per model and a second model may share the ledger."""
+        out: dict[str, dict[str, int]] = {}
+        for c in self.calls:
+            if c.prompt_tokens is None and c.completion_tokens is None:
+                continue
+            t = out.setdefault(c.model or "", dict.fromkeys(_TOKEN_KEYS, 0))
+            t["calls"] += 1
+            t["prompt_tokens"] += c.prompt_tokens or 0
+            t["cached_tokens"] += c.cached_tokens or 0
+            t["completion_tokens"] += c.completion_tokens or 0
+            t["max_prompt_tokens"] = max(t["max_prompt_tokens"], c.prompt_tokens or 0)
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         return {
