@@ -246,7 +246,7 @@ def _write_tasks(path: Path, site: str) -> Path:
         {
             "web_name": "Local",
             "id": "Local--1",
-            "ques": "Open page 2 <b>and</b> read the answer.",
+            "ques": "Open page 2 <b>and</b> read the answer — in words.",
             "web": site + "effects.html",
         },
     ]
@@ -291,10 +291,12 @@ async def test_runner_crash_is_recorded_official_files_and_resume(browser, site,
     assert {p.name for p in folder.glob("screenshot*.png")} == {"screenshot1.png", "screenshot2.png"}
     traj = json.loads((folder / "trajectory.json").read_text())
     assert traj["steps"][0]["effect"]["url_changed"] and traj["steps"][0]["url_after"].endswith("page2.html")
-    msgs = json.loads((folder / "interact_messages.json").read_text())
+    shipped = (folder / "interact_messages.json").read_bytes()
+    assert shipped.isascii() and b"\\u2014" in shipped  # as the official runner writes it: ASCII escapes
+    msgs = json.loads(shipped)
     first = msgs[1]["content"][0]["text"]
     task = re.search(r"Now given a task:(.+?)Please interact with", first).group(1).strip()
-    assert task == "Open page 2 <b>and</b> read the answer."
+    assert task == "Open page 2 <b>and</b> read the answer — in words."
     assert re.search(r"ANSWER[; ]+\[?(.[^\]]*)\]?", msgs[-1]["content"]).group(1).strip() == "forty-two"
     saved = json.loads((tmp_path / "run" / "results.json").read_text())
     assert [r["id"] for r in saved] and {r["id"] for r in saved} == {"Local--0", "Local--1"}

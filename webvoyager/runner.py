@@ -26,7 +26,7 @@ from regionfocus.loop import Limits, Step, model_calls, run_episode
 
 from . import miniwob
 from .browser import Browser, BrowserEnv, EnvConfig
-from .official import interact_messages
+from .official import write_interact_messages
 from .rundir import RunDir, save_png, write_json
 from .task_env import TaskEnv
 from .tasks import WebTask
@@ -197,7 +197,7 @@ async def run_task(
         record["lost"] = f"{len(lost)} model call(s) failed ({kinds}); first: {lost[0][1].error}"
     recorder.save(record, instruction)
     official = [{"text": s.decision.text, "action": s.decision.action} for s in episode.steps]
-    write_json(folder / "interact_messages.json", interact_messages(instruction, task.web, official))
+    write_interact_messages(folder, instruction, task.web, official)
     return record
 
 
