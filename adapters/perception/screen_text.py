@@ -316,14 +316,24 @@ def _rows(lines: Sequence[TextLine]) -> list[list[TextLine]]:
 def _menu_items(box: Box, rows: list[list[TextLine]]) -> list[ScreenElement]:
     """A filled outline holding several rows of text is a menu or a list, not one button: one
     entry per row, as wide as the outline, split halfway between rows (where a menu's items
-    meet), so each item is clicked on its own row."""
+    meet), so each item is clicked on its own row.
+
+    OCR lines of a dense screen overlap, reach past the outline, or join a row with a line
+    far taller than the rest, so the halfway edges are only a first guess: each edge is kept
+    between the middles of the two rows it separates (rows in order of their middles, which
+    lie inside the outline), so the items come out in order, tile the outline and each holds
+    its own row's middle."""
+    middles = [_row_middle(row) for row in rows]
+    order = sorted(range(len(rows)), key=lambda k: middles[k])
+    rows, middles = [rows[k] for k in order], [middles[k] for k in order]
     edges = [box.top]
-    for a, b in zip(rows, rows[1:], strict=False):
-        edges.append((max(ln.box.bottom for ln in a) + min(ln.box.top for ln in b)) / 2)
-    edges.append(box.bottom)
+    for k, (a, b) in enumerate(zip(rows, rows[1:], strict=False)):
+        halfway = (_median([ln.box.bottom for ln in a]) + _median([ln.box.top for ln in b])) / 2
+        edges.append(min(max(halfway, middles[k], edges[-1]), middles[k + 1]))
+    edges.append(max(box.bottom, edges[-1]))
     out = []
     for k, row in enumerate(rows):
-        row.sort(key=lambda ln: ln.box.left)
+        row = sorted(row, key=lambda ln: ln.box.left)
         text = " ".join(ln.text.strip() for ln in row)
         out.append(
             ScreenElement(
@@ -335,6 +345,17 @@ def _menu_items(box: Box, rows: list[list[TextLine]]) -> list[ScreenElement]:
             )
         )
     return out
+
+
+def _median(values: Sequence[float]) -> float:
+    """The lower median: one of ``values`` itself, so it lies within them exactly."""
+    return sorted(values)[(len(values) - 1) // 2]
+
+
+def _row_middle(row: Sequence[TextLine]) -> float:
+    """Where a row sits: the median of its lines' vertical centres (a line taller than the
+    rest does not drag it)."""
+    return _median([ln.box.center.y for ln in row])
 
 
 _PROMPT_ENDS = ("$", ">", "#", "%")
@@ -397,4 +418,5 @@ def describe_screen(
 def scale_box(sx: float, sy: float | None = None) -> BoxMap:
     """A ``to_model`` map that scales boxes by (sx, sy) model units per image pixel."""
     sy = sx if sy is None else sy
-    return lambda b: Box(b.left * sx, b.top * sy, b.right * sx, b.bottom * sy)
+    # A negative scale (a flipped frame) swaps the corners: from_corners puts them back in order.
+    return lambda b: Box.from_corners(Point(b.left * sx, b.top * sy), Point(b.right * sx, b.bottom * sy))
