@@ -9,7 +9,7 @@ import json
 import re
 import sys
 
-from regionfocus.adapters.registry import VLM_FAMILIES, get_adapter
+from regionfocus.adapters.registry import families, get_adapter, served_families
 from regionfocus.adapters.serving import default_local_media_dir, serve_command
 
 
@@ -30,7 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="parse a model answer into an action in original-screenshot pixels",
         description="Parse TEXT as MODEL would answer for a screenshot of --size, sent at the adapter's own resize.",
     )
-    pp.add_argument("--model", required=True, choices=VLM_FAMILIES, help="model family")
+    pp.add_argument("--model", required=True, choices=families(), help="model family")
     pp.add_argument("--size", required=True, type=_size, metavar="WxH", help="original screenshot size")
     pp.add_argument("text", nargs="+", help="the answer text ('-' reads standard input)")
     show = sub.add_parser(
@@ -40,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
         "goes over the wire: the model's own template, the screenshot at the size the model sees "
         "(its base64 abbreviated), sampling options and any assistant pre-fill.",
     )
-    show.add_argument("--agent", required=True, choices=VLM_FAMILIES, help="model family")
+    show.add_argument("--agent", required=True, choices=families(), help="model family")
     show.add_argument(
         "--kind",
         choices=SHOW_KINDS,
@@ -53,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--instruction", default="open the Layers panel", help="the instruction or task")
     show.add_argument("--model", default="MODEL", help="model name put in the body (default MODEL)")
     sp = sub.add_parser("serve-command", help="print the recommended `vllm serve` line for a family")
-    sp.add_argument("--model", required=True, choices=VLM_FAMILIES, help="model family")
+    sp.add_argument("--model", required=True, choices=served_families(), help="model family")
     sp.add_argument(
         "--model-path", default=None, help="checkpoint folder or hub id (default: the family's 7B/8B)"
     )

@@ -7,20 +7,39 @@ import os
 
 from regionfocus.model import GroundingModel
 
-AGENTS = ("ocr", "a11y", "uitars-1.0", "uitars-1.5", "qwen2.5-vl", "qwen3-vl", "screen-text")
-# Agents that run in this process on the CPU and need no server.
-LOCAL_AGENTS = ("ocr", "a11y")
-# Agents that read no pixels (they cannot see stars): RegionFocus's history and aggregation go
-# in text for them.
-TEXT_ONLY_AGENTS = ("screen-text",)
+
+def _facts(agent: str):
+    """The registry's facts of ``agent`` (adapters/registry.py), or None for an unknown name
+    (get_adapter then names the known ones)."""
+    from regionfocus.adapters.registry import facts
+
+    try:
+        return facts(agent)
+    except ValueError:
+        return None
+
+
+def runs_locally(agent: str) -> bool:
+    """Runs in this process on the CPU and needs no server."""
+    f = _facts(agent)
+    return f is not None and f.runs_locally
+
+
+def reads_pixels(agent: str) -> bool:
+    """False for an agent that reads no pixels (it cannot see stars): RegionFocus's history and
+    aggregation go in text for it."""
+    f = _facts(agent)
+    return f is None or f.reads_pixels
 
 
 def add_agent_arguments(parser: argparse.ArgumentParser, default_agent: str = "ocr") -> None:
+    from regionfocus.adapters.registry import agent_names
+
     g = parser.add_argument_group("agent")
     g.add_argument(
         "--agent",
         default=default_agent,
-        help=f"model family: {', '.join(AGENTS)} or a registered name (default: {default_agent}; ocr and "
+        help=f"model family: {', '.join(agent_names())} or a registered name (default: {default_agent}; ocr and "
         "a11y run on the CPU: a11y reads the page's accessibility tree, browsing only; screen-text is a "
         "text-only LLM over --base-url/--model reading the screenshot through OCR, and forces "
         "--history text and --aggregation text since it cannot see stars)",
@@ -89,7 +108,7 @@ def text_only_config(agent: str, config):
     reads no pixels; unchanged otherwise."""
     from dataclasses import replace
 
-    if agent in TEXT_ONLY_AGENTS:
+    if not reads_pixels(agent):
         return replace(config, history="text", aggregation="text")
     return config
 
@@ -100,13 +119,13 @@ def build_model(args: argparse.Namespace, concurrency: int = 1, coat=None) -> Gr
     screen-text agent's own support; any VLM agent wrapped by :class:`~regionfocus.adapters.reasoning.coat_model.CoatModel`)."""
     from regionfocus.adapters import get_adapter
 
-    if coat is not None and args.agent in LOCAL_AGENTS:
+    if coat is not None and runs_locally(args.agent):
         raise ValueError(f"--reasoning coat needs an LLM or VLM agent; --agent {args.agent} writes no text")
 
     if args.agent == "ocr":
         opts = {"budget": args.ocr_budget} if args.ocr_budget else {}
         return get_adapter("ocr", **opts)
-    if args.agent in LOCAL_AGENTS:
+    if runs_locally(args.agent):
         return get_adapter(args.agent)
     if args.backend == "hf":
         if not args.model or not os.path.isdir(args.model):
@@ -172,7 +191,7 @@ def build_second_model(args: argparse.Namespace, concurrency: int = 1) -> Ground
                 "--second-base-url and --second-model need --second-agent (the second model's family)"
             )
         return None
-    local = args.second_agent in LOCAL_AGENTS or args.backend == "hf"
+    local = runs_locally(args.second_agent) or args.backend == "hf"
     if not local and not args.second_base_urls:
         raise ValueError(f"--second-agent {args.second_agent} needs --second-base-url (its server)")
     second = {

@@ -1,8 +1,5 @@
-"""The recommended ``vllm serve`` line per family (docs/ARCHITECTURE.md §5).
-
-``--generation-config vllm`` matters: without it vLLM applies the model's own
-generation_config (temperature, repetition penalty) to every request that does not override
-it. ``--limit-mm-per-prompt`` allows the extra images of a RegionFocus round's requests.
+"""The recommended ``vllm serve`` line per family (docs/ARCHITECTURE.md §5): the family's own
+``checkpoint`` and ``serve_flags`` (class attributes, read through the registry).
 """
 
 from __future__ import annotations
@@ -11,7 +8,7 @@ import os
 import shlex
 import tempfile
 
-from regionfocus.adapters.registry import VLM_FAMILIES
+from regionfocus.adapters import registry
 
 # The folder of the local transport: client files go in subfolders of it, and it is all the
 # server may read. A dedicated folder, never /dev/shm itself: a server allowed to read
@@ -24,28 +21,6 @@ def default_local_media_dir() -> str:
     folder on a system without /dev/shm."""
     parent = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
     return os.path.join(parent, MEDIA_FOLDER_NAME)
-
-
-# Public checkpoints a user most likely means; any local folder or hub id works.
-DEFAULT_MODELS = {
-    "uitars-1.0": "bytedance-research/UI-TARS-7B-DPO",
-    "uitars-1.5": "ByteDance-Seed/UI-TARS-1.5-7B",
-    "qwen2.5-vl": "Qwen/Qwen2.5-VL-7B-Instruct",
-    "qwen3-vl": "Qwen/Qwen3-VL-8B-Instruct",
-    "gui-owl-1.5": "mPLUG/GUI-Owl-1.5-8B-Instruct",
-    "mai-ui": "Tongyi-MAI/MAI-UI-8B",
-    "ui-venus-1.5": "inclusionAI/UI-Venus-1.5-8B",
-    "holo2": "Hcompany/Holo2-8B",
-    "gta1": "Salesforce/GTA1-7B",
-}
-COMMON_FLAGS = [
-    "--limit-mm-per-prompt",
-    '{"image":5}',
-    "--max-model-len",
-    "32768",
-    "--generation-config",
-    "vllm",
-]
 
 
 def serve_command(
@@ -75,12 +50,13 @@ def serve_command(
     the client sends (a sample) on the least-loaded replica and keeps it there, so one sample's
     requests meet their screenshot in one replica's caches (``consistent_hash``, by the id's
     hash, ignores load: 78 % of the throughput at 4 servers, BENCHMARKS.md)."""
-    key = adapter_name.strip().lower()
-    if key not in VLM_FAMILIES:
+    known = registry.served_families()
+    facts = registry.facts(adapter_name) if adapter_name.strip().lower() in known else None
+    if facts is None:
         raise ValueError(
-            f"no server needed or known for adapter {adapter_name!r}; serve-command knows: {', '.join(VLM_FAMILIES)}"
+            f"no server needed or known for adapter {adapter_name!r}; serve-command knows: {', '.join(known)}"
         )
-    model = model_path or DEFAULT_MODELS[key]
+    model = model_path or facts.checkpoint
     local = (
         ["--host", "127.0.0.1", "--allowed-local-media-path", local_media_path] if local_media_path else []
     )
@@ -89,7 +65,7 @@ def serve_command(
             "--local-media-path serves a client on the same machine; a router fronts other nodes"
         )
     dp = ["--data-parallel-size", str(data_parallel)] if data_parallel and data_parallel > 1 else []
-    line = shlex.join(["vllm", "serve", model, *COMMON_FLAGS, *dp, *local])
+    line = shlex.join(["vllm", "serve", model, *facts.serve_flags, *dp, *local])
     if not nodes:
         return line
     router = ["vllm-router", "--host", "0.0.0.0", "--port", "30000", "--policy", "sticky_least_loaded"]

@@ -56,8 +56,12 @@ def _viewport(text: str) -> tuple[int, int]:
 
 
 def default_viewport(agent: str) -> tuple[int, int]:
-    """The paper's screens: 2240x1260 for Qwen2.5-VL, 1440x1440 for UI-TARS (and the others)."""
-    return (2240, 1260) if agent.startswith("qwen") else (1440, 1440)
+    """The agent's own browser window (its ``viewport`` fact: the paper's 2240x1260 for
+    Qwen2.5-VL and the families fine-tuned from Qwen, 1440x1440 for UI-TARS). Raises ValueError
+    for an unknown agent."""
+    from regionfocus.adapters.registry import facts
+
+    return facts(agent).viewport
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -93,6 +93,7 @@ class GuiOwl15Adapter(GrounderAdapter):
     min_pixels 196*32^2."""
 
     name = "gui-owl-1.5"
+    checkpoint = "mPLUG/GUI-Owl-1.5-8B-Instruct"
     frame = "relative"
     default_resize = ResizeSpec(32, 196 * 32 * 32, 9800 * 32 * 32)
     system_file = "official/gui_owl15_screenspot_system.txt"
@@ -105,6 +106,7 @@ class MaiUiAdapter(GrounderAdapter):
     agent divides by 999). Factor 32, 1024..6553600 pixels."""
 
     name = "mai-ui"
+    checkpoint = "Tongyi-MAI/MAI-UI-8B"
     frame = "relative"
     default_resize = ResizeSpec(32, 16 * 16 * 4, 6553600)
     system_file = "official/mai_ui_screenspot_system.txt"
@@ -120,6 +122,7 @@ class UiVenus15Adapter(GrounderAdapter):
     factor 32 within the first pass's limit."""
 
     name = "ui-venus-1.5"
+    checkpoint = "inclusionAI/UI-Venus-1.5-8B"
     frame = "relative"
     default_resize = ResizeSpec(32, 65536, 16384 * 28 * 28)
     user_file = "official/ui_venus15_screenspot_prompt.txt"
@@ -133,6 +136,7 @@ class Holo2Adapter(GrounderAdapter):
     processor's own limits (Qwen3-VL's released ones: factor 32, 65536..16777216 pixels)."""
 
     name = "holo2"
+    checkpoint = "Hcompany/Holo2-8B"
     frame = "relative"
     default_resize = ResizeSpec(32, 65536, 16777216)
     user_file = "official/holo2_cookbook_localization.txt"
@@ -146,6 +150,7 @@ class Gta1Adapter(GrounderAdapter):
     pixels of that image; factor 28, 3136..4096*2160 pixels."""
 
     name = "gta1"
+    checkpoint = "Salesforce/GTA1-7B"
     frame = "absolute"
     default_resize = ResizeSpec(28, 3136, 4096 * 2160)
     system_file = "official/gta1_readme_system.txt"

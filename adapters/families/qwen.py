@@ -237,6 +237,8 @@ class QwenAdapter(VlmAdapter):
 
     system_files: tuple[str, ...] = ()
     prefill_file: str | None = None
+    # The paper's browser window for Qwen2.5-VL; the grounders fine-tuned from Qwen inherit it.
+    viewport = (2240, 1260)
     # The tool's action names for a finished task and a task handed back to the user.
     finish_action = "terminate"
 
@@ -364,6 +366,7 @@ class Qwen25Adapter(QwenAdapter):
     the authors' ``models/qwen25vl_RegionFocus.py`` (prompts/official/SOURCES.md)."""
 
     name = "qwen2.5-vl"
+    checkpoint = "Qwen/Qwen2.5-VL-7B-Instruct"
     frame = "absolute"
     default_resize = ResizeSpec(28, 3136, 12845056)
     round_prompts = {
@@ -386,6 +389,7 @@ class Qwen3Adapter(QwenAdapter):
     renders the Qwen3-VL cookbook's tool, and its 1000x1000 screen."""
 
     name = "qwen3-vl"
+    checkpoint = "Qwen/Qwen3-VL-8B-Instruct"
     frame = "relative"
     default_resize = ResizeSpec(32, 65536, 16777216)
     system_files = (

@@ -316,6 +316,7 @@ class UiTars10Adapter(UiTarsAdapter):
     """
 
     name = "uitars-1.0"
+    checkpoint = "bytedance-research/UI-TARS-7B-DPO"
     frame = "relative"
     default_resize = ResizeSpec(28, 4 * 28 * 28, 2700 * 28 * 28)
     image_first_grounding = True
@@ -337,6 +338,7 @@ class UiTars15Adapter(UiTarsAdapter):
     ``COMPUTER_USE_DOUBAO``, imported from the ``ui-tars`` package (ByteDance's own)."""
 
     name = "uitars-1.5"
+    checkpoint = "ByteDance-Seed/UI-TARS-1.5-7B"
     frame = "absolute"
     default_resize = ResizeSpec(28, 100 * 28 * 28, 16384 * 28 * 28)
 

@@ -34,6 +34,17 @@ from regionfocus.model import ModelReply, Option, Query, Turn
 from regionfocus.stars import draw_stars
 
 Frame = Literal["relative", "absolute"]
+# `vllm serve` flags every family shares (docs/ARCHITECTURE.md §5): --generation-config vllm, or
+# the checkpoint's own generation settings apply to every request that does not override them;
+# five images for a RegionFocus round's requests.
+VLLM_FLAGS = (
+    "--limit-mm-per-prompt",
+    '{"image":5}',
+    "--max-model-len",
+    "32768",
+    "--generation-config",
+    "vllm",
+)
 RELATIVE_SCALE = 1000.0  # UI-TARS 1.0 and Qwen3-VL write 0-1000 on each axis
 
 log = logging.getLogger(__name__)
@@ -82,6 +93,12 @@ class VlmAdapter(RoundRequests):
     resized_cache_size: int = 256
     default_history_images: int = 0
     default_resize: ResizeSpec = ResizeSpec(28, 4 * 28 * 28, 16384 * 28 * 28)
+    # The family's facts the registry hands to the rest of the project (adapters/registry.py
+    # Facts): the rest never branches on a family's name.
+    is_family = True
+    checkpoint: str | None = None  # the public checkpoint `serve-command` starts
+    serve_flags: tuple[str, ...] = VLLM_FLAGS
+    viewport: tuple[int, int] = (1440, 1440)  # the paper's browser window for UI-TARS
 
     def __init__(
         self,
