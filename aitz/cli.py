@@ -1,7 +1,7 @@
 """`regionfocus aitz`: score AITZ predictions, or run an agent over AITZ episodes.
 
-Exit codes: 0 done, 2 bad input (a message naming it, no traceback), 130 interrupted (the run
-folder stays resumable: rerun the same command).
+Exit codes: :mod:`regionfocus.kit.command` (0 done, 2 bad input named in one line, 3 every
+episode failed, 130 interrupted: the run folder stays resumable, rerun the same command).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-from regionfocus.kit.command import Parser, UsageError, run_command
+from regionfocus.kit.command import Parser, UsageError, ending, exit_codes, run_command
 from regionfocus.model import GroundingModel
 
 PROG = "regionfocus aitz"
@@ -33,7 +33,9 @@ type, the format hit rate, and per episode success and goal progress.
       resumes when rerun
 
 DATA: a folder of AITZ episode files (the released layout; images beside them or under DATA).
+
 """
+DESCRIPTION += exit_codes("episodes")
 
 
 def score_parser() -> argparse.ArgumentParser:
@@ -56,7 +58,12 @@ def score_parser() -> argparse.ArgumentParser:
 def run_parser() -> argparse.ArgumentParser:
     from regionfocus.adapters.cli_args import add_agent_arguments, add_reasoning_arguments
 
-    p = Parser(prog=f"{PROG} run", description="Run an agent over AITZ episodes (teacher-forced).")
+    p = Parser(
+        prog=f"{PROG} run",
+        description="Run an agent over AITZ episodes (teacher-forced).",
+        epilog=exit_codes("episodes"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("data", metavar="DATA", help="folder of AITZ episode files")
     p.add_argument("--out", metavar="RUN_DIR", help="run folder (default: runs/aitz-<agent>)")
     p.add_argument("--limit", type=int, metavar="N", help="the first N episodes (in file order)")
@@ -91,7 +98,7 @@ def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
     from regionfocus.kit.runlog import RunFolder, atomic_write_text
 
     from .episodes import load_aitz
-    from .runner import run_episodes
+    from .runner import RECORD_FIELDS, run_episodes
     from .scoring import prediction_from_dict, score
 
     args = run_parser().parse_args(argv)
@@ -121,7 +128,14 @@ def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
 
     async def go() -> list[dict]:
         try:
-            with RunFolder(out, identity, {"limit": args.limit}, retry_errors=args.retry_errors) as folder:
+            with RunFolder(
+                out,
+                identity,
+                {"limit": args.limit},
+                retry_errors=args.retry_errors,
+                schema=RECORD_FIELDS,
+                selected=[e.episode_id for e in episodes],
+            ) as folder:
                 return await run_episodes(
                     episodes,
                     model,
@@ -148,11 +162,11 @@ def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
     ]
     atomic_write_text(out / "predictions.jsonl", "".join(line + "\n" for line in lines))
     table = score(episodes, predictions).table()
-    failed = [r for r in records if r["status"] != "ok"]
-    note = f"\n\n{len(failed)} episode(s) with failed calls (rerun with --retry-errors)." if failed else ""
-    atomic_write_text(out / "summary.md", f"# AITZ, {args.agent}\n\n```\n{table}\n```{note}\n")
+    line, code = ending(records, "episodes", len(episodes))
+    atomic_write_text(out / "summary.md", f"# AITZ, {args.agent}\n\n```\n{table}\n```\n\n{line}.\n")
     print(table)
-    return 0
+    print(line)
+    return code
 
 
 def main(argv: list[str] | None = None, *, model: GroundingModel | None = None) -> int:

@@ -25,6 +25,34 @@ from regionfocus.model import GroundingModel, Query, Turn
 from .episodes import AitzEpisode, AitzStep, GoldAction
 from .scoring import from_action, match_step, prediction_to_dict
 
+_TEXT_OR_NULL = {"type": ["string", "null"]}
+
+# An episode's record beyond the log's shared fields (run_episode, _error_record), as a JSON
+# Schema: every field the command's scoring and predictions.jsonl read, with its type.
+STEP_FIELDS: dict[str, Any] = {
+    "type": "object",
+    "required": ["step_id", "prediction"],
+    "properties": {
+        "step_id": {"type": "integer", "minimum": 0},
+        "prediction": {"type": "object"},
+        "type_match": {"type": "boolean"},
+        "exact": {"type": "boolean"},
+        "raw": {"type": "string"},
+        "error": _TEXT_OR_NULL,
+    },
+}
+RECORD_FIELDS: dict[str, Any] = {
+    "type": "object",
+    "required": ["steps"],
+    "properties": {
+        "instruction": {"type": "string"},
+        "steps": {"type": "array", "items": STEP_FIELDS},
+        "goal_progress": {"type": "number", "minimum": 0, "maximum": 1},
+        "success": {"type": "boolean"},
+        "seconds": {"type": "number", "minimum": 0},
+    },
+}
+
 # Labels the CoAT reader (regionfocus.adapters.reasoning.coat.parse_coat) takes back from a turn's text.
 _COAT_LINES = (
     ("Screen description", "screen_description"),

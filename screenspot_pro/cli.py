@@ -1,7 +1,7 @@
 """`regionfocus screenspot-pro`: run, report, compare, build-sample.
 
-Exit codes: 0 done, 2 bad input (a message naming it, no traceback), 130 interrupted (the run
-folder stays resumable: rerun the same command).
+Exit codes: :mod:`regionfocus.kit.command` (0 done, 2 bad input named in one line, 3 every
+sample failed, 130 interrupted: the run folder stays resumable, rerun the same command).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from regionfocus.kit.command import Parser, run_command
+from regionfocus.kit.command import Parser, exit_codes, run_command
 from regionfocus.kit.prices import load as load_prices
 from regionfocus.model import GroundingModel
 
@@ -70,7 +70,7 @@ def run_parser() -> argparse.ArgumentParser:
     p = Parser(
         prog=PROG,
         description=DESCRIPTION,
-        epilog=EPILOG,
+        epilog=EPILOG + "\n" + exit_codes("samples"),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     d = p.add_argument_group("data")
@@ -310,7 +310,20 @@ def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
     asyncio.run(run_then_close())
     print(table_for_run(out))
     print(f"\nresults: {out}/results.json, {out}/summary.md, {out}/report.html")
-    return 0
+    return print_ending(out)
+
+
+def print_ending(run_dir: str | Path) -> int:
+    """Print what the run holds (finished of selected, errors, partial) as the last line; the
+    exit code it earns (every sample failed: :data:`~regionfocus.kit.command.ALL_FAILED`)."""
+    from regionfocus.kit.command import ending
+    from regionfocus.kit.runlog import read_config, selected_count
+
+    from .report import load_run
+
+    line, code = ending(load_run(run_dir), "samples", selected_count(read_config(run_dir)))
+    print(line)
+    return code
 
 
 async def _close(model: GroundingModel) -> None:
@@ -349,6 +362,7 @@ def cmd_report(argv: list[str]) -> int:
         args.run_dir, thumb_width=args.thumb_width, max_images=args.max_images, prices_file=args.prices
     )
     print(table_for_run(args.run_dir))
+    print_ending(args.run_dir)  # the report itself succeeded, whatever the run's samples did
     return 0
 
 

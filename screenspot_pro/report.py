@@ -27,23 +27,28 @@ from regionfocus.kit.runlog import (
     flatten,
     read_config,
     read_records,
+    selected_count,
+    selected_ids,
 )
 
 from . import strategies
 from .dataset import GROUPS, sample_order_key
 from .formats import Format, by_name
 from .metrics import CORRECT, detail
+from .record_fields import RECORD_FIELDS
 
 ROWS = (("baseline", "baseline"), ("final", "+ RegionFocus"))
 
 
 # ----------------------------------------------------------------------------- loading
 def load_run(run_dir: str | Path) -> list[dict[str, Any]]:
-    """The run's records in dataset order (annotation file, then id)."""
+    """The run's records in dataset order (annotation file, then id), each checked against the
+    record contract (:mod:`.record_fields`; ids among those the run selected, when its config
+    says): a line that breaks it raises, naming file, line and field."""
     path = Path(run_dir) / RECORDS
     if not path.exists():
         raise FileNotFoundError(f"{run_dir} is not a run folder: no {RECORDS} in it")
-    records = read_records(path)
+    records = read_records(path, RECORD_FIELDS, selected_ids(read_config(run_dir)))
     records.sort(key=lambda r: sample_order_key(r["sample"]["task_filename"], r["id"]))
     return records
 
@@ -413,10 +418,12 @@ def write_reports(
 ) -> list[dict[str, Any]]:
     """(Re)write results.json, results_baseline.json, summary.md and report.html from the
     folder alone, each atomically. Returns the records in dataset order. ``prices_file``:
-    another price table than the run's (``report --prices``)."""
+    another price table than the run's (``report --prices``). ``n_selected``: the samples the
+    run selected (default: as its config.json says)."""
     run_dir = Path(run_dir)
     records = load_run(run_dir)
     config = read_config(run_dir)
+    n_selected = selected_count(config) if n_selected is None else n_selected
     table = price_table(config, prices_file)
     evaluate = benchmark(config).evaluate
     atomic_write_json(run_dir / "results.json", evaluate(details_for(records, "final")))

@@ -33,6 +33,7 @@ from regionfocus.strategies.regionfocus import prediction_costs
 
 from .dataset import Sample
 from .metrics import CORRECT, WRONG, judge
+from .record_fields import RECORD_FIELDS
 from .strategies import BASELINE, REGIONFOCUS, peer_rows, run_peers, totals
 
 
@@ -312,7 +313,7 @@ async def run_samples(
     if tune_allocator:
         keep_freed_buffers()
     if not isinstance(folder, RunFolder):  # a bare folder: nothing pinned beyond "no settings"
-        with RunFolder(folder, {}, {}) as opened:
+        with RunFolder(folder, {}, {}, schema=RECORD_FIELDS) as opened:
             return await run_samples(
                 samples,
                 agent,
@@ -381,7 +382,10 @@ async def run_screenspot(
         ident["strategies"] = list(names)
     agent = RegionFocusAgent(model, config, enabled=enabled)
     inv = {"concurrency": concurrency, **(invocation or {})}
-    with RunFolder(run_dir, ident, inv, retry_errors=retry_errors) as folder:
+    selected = [s.id for s in samples]
+    with RunFolder(
+        run_dir, ident, inv, retry_errors=retry_errors, schema=RECORD_FIELDS, selected=selected
+    ) as folder:
         records = await run_samples(
             samples,
             agent,

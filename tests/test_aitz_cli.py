@@ -111,7 +111,7 @@ def test_run_teacher_forced_with_coat_resumes_and_retries(sample, tmp_path, caps
     assert len(last_e1.turns) == 3
     assert "desc 0" in last_e1.instruction and "result 1" in last_e1.instruction
     summary = (out / "summary.md").read_text()
-    assert "1 episode(s) with failed calls" in summary
+    assert "2 episodes finished: 0 error(s)" in summary and "1 partial; --retry-errors reruns them" in summary
     preds = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
     assert {(p["episode_id"], p["step_id"]) for p in preds} == set(GOLD)
 

@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from regionfocus.adapters.redact import redact_url
+from regionfocus.kit.command import exit_codes, run_command
 from regionfocus.kit.flags import add_regionfocus_arguments, config_from_args
 from regionfocus.kit.shards import add_shard_argument
 
@@ -73,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
         "WebVoyager tasks or offline MiniWoB++ pages. Subcommands: `judge RUN_DIR` (auto-evaluation "
         "with a VLM), `report RUN_DIR` (rebuild summary and report.html) and `merge OUT SHARD_DIR...` "
         "(one run folder from the folders of a --shard I/N run).",
-        epilog=EXAMPLES,
+        epilog=EXAMPLES + "\n" + exit_codes("tasks"),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     g = p.add_argument_group("tasks and run")
@@ -387,7 +388,7 @@ def run_main(argv: list[str]) -> int:
     )
     run_dir = RunDir(args.out, retry_errors=args.retry_errors)
     try:
-        run_dir.open(config)
+        run_dir.open(config, selected=[t.id for t in tasks])
     except ValueError as e:
         print(f"regionfocus webvoyager: {e}", file=sys.stderr)
         return 2
@@ -432,7 +433,21 @@ def run_main(argv: list[str]) -> int:
     if tables:
         print(tables)
     print(f"results: {run_dir.results_path}\nreport:  {report}")
-    return 0
+    return print_ending(run_dir.root, len(tasks))
+
+
+def print_ending(root: str | Path, n_selected: int | None = None) -> int:
+    """The last line (tasks finished of selected, errors, partial) and the exit code it earns
+    (every task failed: :data:`~regionfocus.kit.command.ALL_FAILED`)."""
+    from regionfocus.kit.command import ending
+    from regionfocus.kit.runlog import read_config, selected_count
+
+    from .rundir import read_results
+
+    n = selected_count(read_config(root)) if n_selected is None else n_selected
+    line, code = ending(read_results(root), "tasks", n)
+    print(line)
+    return code
 
 
 def judge_main(argv: list[str]) -> int:
@@ -522,6 +537,7 @@ def report_main(argv: list[str]) -> int:
     if tables:
         print(tables)
     print(report)
+    print_ending(args.run_dir)  # the report itself succeeded, whatever the run's tasks did
     return 0
 
 
@@ -591,15 +607,11 @@ def merge_main(argv: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     """browse live pages in Chromium (WebVoyager tasks, MiniWoB++ offline)"""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "judge":
-        return judge_main(argv[1:])
-    if argv and argv[0] == "report":
-        return report_main(argv[1:])
-    if argv and argv[0] == "merge":
-        return merge_main(argv[1:])
-    if argv and argv[0] == "compare":
-        return compare_main(argv[1:])
-    return run_main(argv)
+    subcommands = {"judge": judge_main, "report": report_main, "merge": merge_main, "compare": compare_main}
+    if argv and argv[0] in subcommands:
+        return run_command("regionfocus webvoyager", lambda: subcommands[argv[0]](argv[1:]), "tasks")
+    # A record log that breaks its contract, a disk with no room: one line and exit 2.
+    return run_command("regionfocus webvoyager", lambda: run_main(argv), "tasks")
 
 
 if __name__ == "__main__":

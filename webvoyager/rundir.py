@@ -17,6 +17,8 @@ Layout (``RUN_DIR``)::
 Resuming skips every task with a record; a task recorded with an error runs again only with
 ``--retry-errors`` (the same policy as ScreenSpot-Pro). A folder from before the shared log
 (``results.json`` and a flat ``config.json``, no ``records.jsonl``) is converted on first open.
+Every record read is checked against the log's contract and :data:`RECORD_FIELDS` (a hand edit
+that breaks it is named by file, line and field).
 """
 
 from __future__ import annotations
@@ -34,14 +36,48 @@ from regionfocus.kit.runlog import (
     atomic_save_png,
     atomic_write_json,
     atomic_write_text,
+    read_config,
     read_json,
     read_records,
+    selected_ids,
 )
 
 log = logging.getLogger(__name__)
 
 # Settings that do not change a task's result: rewritten on every start, never compared.
 INVOCATION_KEYS = ("concurrency",)
+
+_COUNT = {"type": "integer", "minimum": 0}
+_NUMBER_OR_NULL = {"type": ["number", "null"]}
+_TEXT_OR_NULL = {"type": ["string", "null"]}
+
+# A task's record beyond the shared fields (runner.run_task, its failed form): what summary,
+# report, judge, compare and the screen-to-text tables read, with its type (a JSON Schema).
+RECORD_FIELDS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "web_name": {"type": "string"},
+        "kind": {"type": "string"},
+        "ques": _TEXT_OR_NULL,
+        "web": _TEXT_OR_NULL,
+        "seed": {"type": ["integer", "null"]},
+        "success": {"type": ["boolean", "null"]},
+        "reward": _NUMBER_OR_NULL,
+        "raw_reward": _NUMBER_OR_NULL,
+        "done": {"type": ["boolean", "null"]},
+        "answer": _TEXT_OR_NULL,
+        "ended": _TEXT_OR_NULL,
+        "steps": _COUNT,
+        "model_steps": _COUNT,
+        "regionfocus_rounds": _COUNT,
+        "model_calls": _COUNT,
+        "model_errors": _COUNT,
+        "no_effect_steps": _COUNT,
+        "triggers": {"type": "object", "additionalProperties": _COUNT},
+        "wall_s": _NUMBER_OR_NULL,
+        "folder": {"type": "string", "minLength": 1},
+    },
+}
 
 # The atomic writers under the names the harness's modules use.
 write_json = atomic_write_json
@@ -68,16 +104,25 @@ class RunDir:
     def task_dir(self, folder: str) -> Path:
         return self.root / folder
 
-    def open(self, config: dict[str, Any]) -> None:
+    def open(self, config: dict[str, Any], selected: list[str] | None = None) -> None:
         """Create the folder or resume it. Raises ValueError (RunFolderError) listing every
-        setting that differs from the one the folder was started with."""
+        setting that differs from the one the folder was started with, or naming a record that
+        breaks the log's contract. ``selected``: the task ids this run selected (a record of
+        another is refused; ``report`` reads them from config.json)."""
         self.root.mkdir(parents=True, exist_ok=True)
         _convert_legacy(self.root)
         identity = {k: v for k, v in config.items() if k not in INVOCATION_KEYS}
         invocation = {k: v for k, v in config.items() if k in INVOCATION_KEYS}
         if self.folder is not None:
             self.folder.close()
-        self.folder = RunFolder(self.root, identity, invocation, retry_errors=self.retry_errors)
+        self.folder = RunFolder(
+            self.root,
+            identity,
+            invocation,
+            retry_errors=self.retry_errors,
+            schema=RECORD_FIELDS,
+            selected=selected,
+        )
 
     def finished(self, task_id: str) -> bool:
         """Recorded and kept: skipped on resume."""
@@ -108,11 +153,12 @@ class RunDir:
 
 
 def read_results(root: str | Path) -> list[dict]:
-    """Every task record of a run folder: from the log, or from ``results.json`` in a folder
-    written before the log existed."""
+    """Every task record of a run folder: from the log (checked against its contract and the
+    ids the run selected, when its config says), or from ``results.json`` in a folder written
+    before the log existed."""
     root = Path(root)
     if (root / RECORDS).exists():
-        return read_records(root / RECORDS)
+        return read_records(root / RECORDS, RECORD_FIELDS, selected_ids(read_config(root)))
     records = read_json(root / "results.json", default=[])
     return [r for r in records if isinstance(r, dict) and "id" in r] if isinstance(records, list) else []
 
@@ -136,7 +182,7 @@ def _convert_legacy(root: Path) -> None:
     with RecordLog(root / RECORDS) as out:
         for rec in records:
             if isinstance(rec, dict) and "id" in rec:
-                out.append(rec)
+                out.append({"schema_version": 1, **rec})  # as written then: before the shared log
     identity = {k: v for k, v in config.items() if k not in INVOCATION_KEYS}
     invocation = {k: v for k, v in config.items() if k in INVOCATION_KEYS}
     write_json(root / CONFIG, {"identity": identity, "invocation": invocation})

@@ -2,13 +2,27 @@
 
 Layout (``RUN_DIR``)::
 
-    config.json     {"schema_version", "identity": what changes results, "invocation": what does not}
+    config.json     {"schema_version", "identity": what changes results, "invocation": what does
+                    not, with ``selected``: the ids the last start selected}
     records.jsonl   one JSON object per finished sample or task, appended and fsynced as each
-                    finishes; the later of two records with one id wins (a retried error)
+                    finishes; the later of two records with one id wins only over an error or
+                    partial one (a retry)
 
 Everything else a harness writes (official-format results, summaries, reports) is derived
 from these two files, atomically, and can be rebuilt from them at any time. A crash can cut
 only the last line short: reading ignores it and the next append truncates it away.
+
+The log is a contract, since people and scripts read, edit and merge it: every record read
+(by a resume, ``report``, ``merge``) is checked for the shared fields (``schema_version`` up
+to this one's, a string ``id``, a ``status`` of ok/partial/error, ``error`` text or null),
+the harness's own fields (a JSON Schema beside its runner), an id the run selected, and no
+later record contradicting a finished one; a record that breaks it stops the command with
+exit 2 naming file, line and field (:class:`RecordError`). Records are written with the
+current ``schema_version``.
+
+A disk with no room for the next record (full, over quota, a file-size limit) stops the run:
+the half-written line is cut away and :class:`RunFolderFull` names the folder; rerunning the
+command resumes.
 
 The same error policy holds for every harness: a sample or task that failed is recorded with
 ``status: "error"`` and stays in the denominator; one that finished but lost some of the model
@@ -27,6 +41,7 @@ holder's pid (:class:`RunFolderBusy`).
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import math
@@ -35,7 +50,7 @@ import re
 import secrets
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -44,6 +59,7 @@ SCHEMA_VERSION = 2  # 1: records before the shared log (no schema_version field)
 RECORDS = "records.jsonl"
 CONFIG = "config.json"
 LOCK = ".lock"
+SELECTED = "selected"  # config.json invocation: the ids the run selected
 
 # A record with one of these statuses is rerun by ``--retry-errors``.
 RETRY_STATUSES = frozenset({"error", "partial"})
@@ -77,6 +93,14 @@ class RunFolderBusy(RunFolderError):
     """Another process holds the run folder's lock."""
 
 
+class RunFolderFull(RunFolderError):
+    """The run folder's disk has no room for the next record; the log is whole and resumable."""
+
+
+# What a write fails with when the disk has no room: full, over quota, past a file-size limit.
+NO_ROOM = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+
+
 # ------------------------------------------------------------------------------ atomic writes
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     """Write ``data`` to a temporary file beside ``path``, fsync it, then rename over ``path``:
@@ -96,8 +120,10 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(e, OSError) and e.errno in NO_ROOM and e.filename is None:
+            raise OSError(e.errno, e.strerror, str(path)) from None  # a failed write names no file
         raise
 
 
@@ -163,9 +189,123 @@ class RunRecord:
         return cls(str(data["id"]), status, error, body, int(data.get("schema_version", 1)))
 
 
-def _scan(path: Path) -> tuple[list[dict[str, Any]], int]:
-    """The complete records and the byte offset where the valid part of the file ends."""
-    records: list[dict[str, Any]] = []
+# ------------------------------------------------------------------------------ the record contract
+# What every line of records.jsonl holds, checked whenever a log is read (a resume, ``report``,
+# ``merge``): records are meant to be read and merged by people and scripts, so a hand edit that
+# breaks one is named (file, line, field) instead of turning into a traceback or a wrong number.
+# A harness adds its own fields as a JSON Schema (plain data, beside its runner); the kit owns
+# the shared ones, the statuses, the selected ids and the rule for a second record of one id.
+STATUSES = ("ok", "partial", "error")
+
+SHARED_FIELDS: dict[str, Any] = {
+    "type": "object",
+    "required": ["id"],
+    "properties": {
+        "schema_version": {"type": "integer", "minimum": 1},
+        "id": {"type": "string", "minLength": 1},
+        "status": {"enum": list(STATUSES)},
+        "error": {"type": ["string", "null"]},
+        "lost": {"type": ["string", "null"]},
+    },
+    # A record that names its schema is of the shared log (2, or 1 as earlier releases stamped
+    # it): it says its status. Records from before the log (no schema_version) may not.
+    "dependentRequired": {"schema_version": ["status"]},
+}
+
+
+class RecordError(RunFolderError):
+    """A line of a record log breaks the contract (the message names file, line and field)."""
+
+
+def _validator(schema: dict[str, Any]) -> Any:
+    from jsonschema import Draft202012Validator
+
+    key = json.dumps(schema, sort_keys=True)
+    if key not in _VALIDATORS:
+        _VALIDATORS[key] = Draft202012Validator(schema)
+    return _VALIDATORS[key]
+
+
+_VALIDATORS: dict[str, Any] = {}
+_JSON_TYPES = {"object": "an object", "array": "a list", "string": "a string", "integer": "an integer",
+               "number": "a number", "boolean": "true or false", "null": "null"}  # fmt: skip
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _contract_error(record: dict[str, Any], schema: dict[str, Any]) -> tuple[str, str] | None:
+    """(field, what is wrong) for the first field of ``record`` that breaks ``schema``."""
+    from jsonschema.exceptions import relevance
+
+    errors = sorted(_validator(schema).iter_errors(record), key=lambda e: (list(e.absolute_path), relevance(e)))
+    if not errors:
+        return None
+    e = errors[0]
+    path = ".".join(str(p) for p in e.absolute_path)
+    if e.validator in ("required", "dependentRequired"):
+        wanted = e.validator_value if e.validator == "required" else e.validator_value.get("schema_version", [])
+        missing = next(k for k in wanted if k not in e.instance)
+        return (f"{path}.{missing}" if path else missing), "is missing"
+    if e.validator == "type":
+        kinds = [e.validator_value] if isinstance(e.validator_value, str) else e.validator_value
+        return path, f"is {_shown(e.instance)}, expected {' or '.join(_JSON_TYPES[k] for k in kinds)}"
+    if e.validator == "enum":
+        return path, f"is {_shown(e.instance)}, expected one of {', '.join(map(str, e.validator_value))}"
+    return path or "(record)", f"is {_shown(e.instance)}: {e.message}"
+
+
+def check_record(
+    record: dict[str, Any], schema: dict[str, Any] | None = None
+) -> tuple[str, str] | None:
+    """(field, problem) when ``record`` breaks the shared fields or ``schema`` (a harness's
+    fields), else None."""
+    version = record.get("schema_version", 1)
+    if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
+        return "schema_version", (
+            f"is {version}: written by a newer regionfocus (this one reads up to {SCHEMA_VERSION}); upgrade to read it"
+        )
+    return _contract_error(record, SHARED_FIELDS) or (_contract_error(record, schema) if schema else None)
+
+
+def _normalise(record: dict[str, Any]) -> dict[str, Any]:
+    """A record from before the shared log (no status) says its status as later ones do."""
+    if "status" not in record:
+        record["status"] = "error" if record.get("error") else "ok"
+    record.setdefault("error", None)
+    return record
+
+
+def selected_ids(config: dict[str, Any]) -> list[str] | None:
+    """The ids a run folder's last start selected (a merged folder: every shard's), or None when
+    its config does not say (folders from before this was recorded)."""
+    inv = config.get("invocation") if isinstance(config, dict) else None
+    if not isinstance(inv, dict):
+        return None
+    if isinstance(inv.get(SELECTED), list):
+        return [str(i) for i in inv[SELECTED]]
+    shards = inv.get("shards")
+    if isinstance(shards, list) and shards and all(isinstance(s, dict) and isinstance(s.get(SELECTED), list) for s in shards):
+        return [str(i) for s in shards for i in s[SELECTED]]
+    return None
+
+
+def selected_count(config: dict[str, Any]) -> int | None:
+    """How many samples or tasks the run selected, when its config says."""
+    ids = selected_ids(config)
+    if ids is not None:
+        return len(ids)
+    inv = config.get("invocation") if isinstance(config, dict) else None
+    n = inv.get("n_selected") if isinstance(inv, dict) else None
+    return n if isinstance(n, int) and not isinstance(n, bool) else None
+
+
+def _scan(path: Path) -> tuple[list[tuple[int, dict[str, Any]]], int]:
+    """The complete records with their line numbers (1-based), and the byte offset where the
+    valid part of the file ends."""
+    records: list[tuple[int, dict[str, Any]]] = []
     good_end = 0
     data = path.read_bytes()
     lines = data.split(b"\n")
@@ -182,29 +322,59 @@ def _scan(path: Path) -> tuple[list[dict[str, Any]], int]:
             except ValueError as e:
                 if all(not line.strip() for line in lines[i + 1 :]):
                     break  # a torn final line that happened to end in a newline
-                raise RunFolderError(
+                raise RecordError(
                     f"{path}: line {i + 1} is not a valid record ({e}); "
                     "the file was edited or corrupted, fix or remove that line"
                 ) from None
-            if int(rec.get("schema_version", 1)) > SCHEMA_VERSION:
-                raise RunFolderError(
-                    f"{path}: line {i + 1} was written by a newer regionfocus (record schema "
-                    f"{rec['schema_version']}, this one reads up to {SCHEMA_VERSION}); upgrade to read it"
-                )
-            records.append(rec)
+            records.append((i + 1, rec))
         good_end = end
         pos = end
     return records, good_end
 
 
-def read_records(path: str | Path) -> list[dict[str, Any]]:
+def read_records(
+    path: str | Path,
+    schema: dict[str, Any] | None = None,
+    selected: Collection[str] | None = None,
+) -> list[dict[str, Any]]:
     """Every complete record in ``path`` (a missing file has none), one per id, in the order
-    first seen. An id appears twice only when an error was retried: the later record wins."""
+    first seen, each checked against the contract: the shared fields, ``schema`` (the harness's
+    own, a JSON Schema) and, when given, membership of ``selected`` (the ids the run selected: a
+    record of another would join the denominator). An id appears twice only when an error or a
+    partial record was retried: the later record wins. A later record that contradicts a
+    finished one is refused (an exact copy is one record). Raises :class:`RecordError` naming
+    file, line and field."""
     path = Path(path)
     if not path.exists():
         return []
-    records, _ = _scan(path)
-    return list({r["id"]: r for r in records}.values())
+    scanned, _ = _scan(path)
+    wanted = None if selected is None else set(selected)
+    latest: dict[str, tuple[int, dict[str, Any]]] = {}
+    for line, rec in scanned:
+        problem = check_record(rec, schema)
+        if problem is not None:
+            field_name, what = problem
+            raise RecordError(
+                f"{path}: line {line}, field {field_name} {what}; "
+                "fix or remove that line (a record is read as written, never guessed)"
+            )
+        rec = _normalise(rec)
+        rid = rec["id"]
+        if wanted is not None and rid not in wanted:
+            raise RecordError(
+                f"{path}: line {line}, field id {rid!r} is not one of the {len(wanted)} ids this run "
+                "selected (its data set, filters, --limit, --shard), so it would join the denominator; "
+                "remove that line, or rerun with the selection that wrote it"
+            )
+        before = latest.get(rid)
+        if before is not None and before[1] != rec and before[1]["status"] not in RETRY_STATUSES:
+            raise RecordError(
+                f"{path}: line {line}, field id {rid!r} was already recorded at line {before[0]} "
+                f"(status {before[1]['status']}) and this record differs; a later record replaces only "
+                "an error or partial one (what --retry-errors writes): keep the line you trust, remove the other"
+            )
+        latest[rid] = (line, rec)
+    return [rec for _, rec in latest.values()]
 
 
 def json_safe(value: Any) -> Any:
@@ -254,18 +424,23 @@ class RecordLog:
         invalid code points replaced). Raises only when the record cannot be serialised at all
         (an object JSON has no form for) or the disk refuses the write; the file is then left
         as it was."""
-        data = record.to_json() if isinstance(record, RunRecord) else RunRecord.from_json(record).to_json()
-        data = json_safe(data)
+        if not isinstance(record, RunRecord):  # a new record is of today's schema unless it says
+            record = RunRecord.from_json({"schema_version": SCHEMA_VERSION, **record})
+        data = json_safe(record.to_json())
         line = (json.dumps(data, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
-        start = self._f.tell()
+        fd = self._f.fileno()
+        # Where this line starts: the end of the file (appends go there), not the file position,
+        # which a write that failed half-way leaves past the end once the undo has cut it back.
+        start = os.fstat(fd).st_size
         try:
             view = memoryview(line)
             while view:
                 view = view[self._f.write(view) :]
-            os.fsync(self._f.fileno())
+            os.fsync(fd)
         except BaseException:
             try:  # a line cut short would glue itself to the next record
-                self._f.truncate(start)
+                os.ftruncate(fd, start)
+                os.lseek(fd, start, os.SEEK_SET)
             except OSError:
                 pass  # the next open drops the torn tail
             raise
@@ -313,17 +488,25 @@ def config_diff(pinned: dict[str, Any], now: dict[str, Any]) -> list[str]:
 
 
 def pin_config(
-    run_dir: str | Path, identity: dict[str, Any], invocation: dict[str, Any], *, fresh_hint: str = "--out"
+    run_dir: str | Path,
+    identity: dict[str, Any],
+    invocation: dict[str, Any],
+    *,
+    fresh_hint: str = "--out",
+    has_records: bool | None = None,
 ) -> None:
     """Pin ``identity`` (the whole resolved configuration: everything that changes results) to
     the run folder at the first start, and refuse to resume a folder pinned to another one,
     listing every difference. ``invocation`` (concurrency, progress, timeouts: nothing that
     changes a result) is rewritten every time. ``fresh_hint`` names the flag that starts a fresh
-    folder, for the error message."""
+    folder, for the error message; ``has_records``: whether the folder's log holds any (read
+    here when the caller has not read it already)."""
     run_dir = Path(run_dir)
     path = run_dir / CONFIG
     old = read_json(path)
-    if old is None and read_records(run_dir / RECORDS):
+    if has_records is None:
+        has_records = bool(read_records(run_dir / RECORDS)) if old is None else None
+    if old is None and has_records:
         raise RunFolderError(
             f"{run_dir} holds records but no {CONFIG}, so nothing says which settings produced "
             f"them and resuming could mix two experiments; start a fresh folder with {fresh_hint} DIR "
@@ -415,7 +598,10 @@ class RunFolder:
     """A run folder opened for a run: pinned configuration, finished records, an open log.
 
     ``done``: id -> record of everything already finished and kept (errors are kept unless
-    ``retry_errors``). Use as a context manager so the log is closed."""
+    ``retry_errors``). ``schema``: the harness's record fields (a JSON Schema); ``selected``:
+    the ids this run selected, kept in config.json (``invocation.selected``) for ``report``.
+    Every record already in the log is checked against both before anything is written
+    (:func:`read_records`). Use as a context manager so the log is closed."""
 
     def __init__(
         self,
@@ -425,6 +611,8 @@ class RunFolder:
         *,
         retry_errors: bool = False,
         fresh_hint: str = "--out",
+        schema: dict[str, Any] | None = None,
+        selected: Sequence[str] | None = None,
     ):
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
@@ -432,8 +620,13 @@ class RunFolder:
         # nobody is still writing it.
         self._lock = FolderLock(self.root, fresh_hint)
         try:
-            pin_config(self.root, identity, invocation, fresh_hint=fresh_hint)
-            self.records: dict[str, dict[str, Any]] = {r["id"]: r for r in read_records(self.root / RECORDS)}
+            # The log is checked before the configuration is rewritten: a refused resume leaves
+            # config.json (and the selection ``report`` reads from it) as it was.
+            found = read_records(self.root / RECORDS, schema, selected)
+            if selected is not None:
+                invocation = {**invocation, SELECTED: list(selected), "n_selected": len(selected)}
+            pin_config(self.root, identity, invocation, fresh_hint=fresh_hint, has_records=bool(found))
+            self.records: dict[str, dict[str, Any]] = {r["id"]: r for r in found}
             self.done = {
                 i: r
                 for i, r in self.records.items()
@@ -454,14 +647,29 @@ class RunFolder:
         (an object JSON has no form for, a disk that refuses it) is replaced by an error record
         for the same id, so the sample stays in the denominator and ``--retry-errors`` reruns it:
         ``fallback(message)`` builds it in the harness's own shape (default: the shared fields
-        only). Only when that fails too does this raise."""
+        only). Only when that fails too does this raise.
+
+        A disk with no room left (full, over quota, or a file-size limit) is not the record's
+        fault and would refuse the error record too: nothing is written for this id and
+        :class:`RunFolderFull` says so, naming the folder; rerunning the command resumes."""
+        rid = record.id if isinstance(record, RunRecord) else str(record.get("id"))
         try:
-            data = self.log.append(record)
-        except (ValueError, TypeError, RecursionError, OSError) as e:
-            rid = record.id if isinstance(record, RunRecord) else str(record.get("id"))
-            message = f"the record could not be written: {type(e).__name__}: {e}"
-            log.error("%s: could not write the record of %s (%s); recorded as an error", self.root, rid, e)
-            data = self.log.append(fallback(message) if fallback else RunRecord(rid, "error", message))
+            try:
+                data = self.log.append(record)
+            except (ValueError, TypeError, RecursionError, OSError) as e:
+                if isinstance(e, OSError) and e.errno in NO_ROOM:
+                    raise
+                message = f"the record could not be written: {type(e).__name__}: {e}"
+                log.error("%s: could not write the record of %s (%s); recorded as an error", self.root, rid, e)
+                data = self.log.append(fallback(message) if fallback else RunRecord(rid, "error", message))
+        except OSError as e:
+            if e.errno not in NO_ROOM:
+                raise
+            raise RunFolderFull(
+                f"{self.root}: no room left on its disk to record {rid} ({e.strerror}); the "
+                f"{len(self.records)} record(s) before it in {RECORDS} are whole. Free some space, then "
+                "rerun the same command: it resumes from them"
+            ) from None
         self.records.pop(data["id"], None)
         self.records[data["id"]] = data
         self.done[data["id"]] = data
