@@ -1,7 +1,8 @@
-"""The OCR agent through a multi-step plan (adapters/agents/task_plan.py) on a rendered form: a
-text field, three checkboxes and a Submit button drawn with PIL, read by the real rapidocr
-engine and the weight-free control detector. The steps it takes are checked as the turns of
-the episode accumulate (each action "changed the page", as a live loop would report)."""
+"""The OCR agent through a multi-step plan (adapters/agents/task_plan.py, with MiniWoB++'s
+grammar as the runner hands it for MiniWoB++ tasks) on a rendered form: a text field, three
+checkboxes and a Submit button drawn with PIL, read by the real rapidocr engine and the
+weight-free control detector. The steps it takes are checked as the turns of the episode
+accumulate (each action "changed the page", as a live loop would report)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from regionfocus.adapters.perception.ocr_text import TextLine, text_lines
 from regionfocus.adapters.perception.ui_detect import DetectedElement
 from regionfocus.geometry import Box, Point
 from regionfocus.model import Avoid, Option, Query, Turn, Verdict
+from regionfocus.webvoyager.miniwob_grammar import plan_instruction
 from tests.test_ocr_agent import font
 
 WORDS = ("Alpha", "Beta", "Gamma")
@@ -51,7 +53,7 @@ def render_form(scale: float = 1.0) -> tuple[Image.Image, dict[str, Box]]:
 
 @pytest.fixture(scope="module")
 def agent() -> OcrAgent:
-    return OcrAgent()
+    return OcrAgent(task_grammar=plan_instruction)
 
 
 def run_plan(agent: OcrAgent, image: Image.Image, instruction: str, steps: int, outcome: str = CHANGED):
@@ -205,3 +207,37 @@ def test_a_section_bar_is_opened_then_submit_pressed(agent):
     assert [a.type for a in actions[:2]] == [ActionType.CLICK] * 2
     assert parts["Section #4"].contains(actions[0].point)
     assert parts["Submit"].contains(actions[1].point)
+
+
+class Seen1x:  # the budget image at the given size
+    sx = sy = 1.0
+
+
+@pytest.mark.parametrize("glyph", ["0", "Q", "©", "%"])
+def test_a_dropdown_ending_in_a_lone_glyph_at_its_right_end_is_a_time_input(glyph):
+    # The clock icon of a time input, read as whatever single character the OCR makes of it
+    # (not a list of known misreadings): the field is a time input, typed from its first segment.
+    field = DetectedElement("dropdown", Box(10, 10, 170, 40))
+    lines = [TextLine("-- : -- --", 1.0, Box(18, 16, 90, 34)), TextLine(glyph, 0.8, Box(146, 16, 160, 34))]
+    (item,) = [i for i in screen_items(Seen1x(), lines, [field]) if i.role != "text"]
+    assert item.role == "InputTime" and item.box.left == 18
+
+
+def test_a_lone_character_that_is_not_at_the_right_end_is_the_dropdowns_text():
+    field = DetectedElement("dropdown", Box(10, 10, 170, 40))
+    for text in ("5", "Item 5"):
+        lines = [TextLine(text, 1.0, Box(18, 16, 18 + 10 * len(text), 34))]
+        (item,) = [i for i in screen_items(Seen1x(), lines, [field]) if i.role != "text"]
+        assert item.role == "combobox", text
+
+
+def test_without_a_grammar_the_ocr_agent_reads_a_generic_sequence(agent):
+    image, parts = render_form()
+    bare = OcrAgent()
+    actions = run_plan(bare, image, "Type hello into the Name field, then click Submit.", 4)
+    assert [a.type for a in actions] == [ActionType.TYPE, ActionType.CLICK, ActionType.FINISHED]
+    assert actions[0].text == "hello" and parts["field"].contains(actions[0].point)  # not on "Name"
+    assert parts["Submit"].contains(actions[1].point)
+    # MiniWoB++'s phrasing is not the generic reading's: without its grammar nothing is named
+    # "Alpha, Gamma", so there is no action (RegionFocus's cue), not a checkbox plan.
+    assert run_plan(bare, image, "Select Alpha, Gamma and click Submit.", 1) == [None]

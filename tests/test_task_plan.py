@@ -1,6 +1,7 @@
-"""The CPU agents' multi-step reading of an instruction (adapters/agents/task_plan.py) and the a11y
-agent driven through whole tasks the way the live loop drives it: one request per screen, the
-history in ``Query.turns``, the outcome of every executed action recorded there."""
+"""The CPU agents' multi-step reading of an instruction: MiniWoB++'s grammar
+(webvoyager/miniwob_grammar.py), the generic reading every agent has (adapters/agents/task_plan.py),
+and the a11y agent driven through whole tasks the way the live loop drives it: one request per
+screen, the history in ``Query.turns``, the outcome of every executed action recorded there."""
 
 from __future__ import annotations
 
@@ -18,11 +19,12 @@ from regionfocus.adapters.agents.task_plan import (
     Plan,
     ScreenItem,
     current_goal,
+    generic_plan,
     ground,
-    plan_instruction,
 )
 from regionfocus.geometry import Box, Point
 from regionfocus.model import Query, Turn
+from regionfocus.webvoyager.miniwob_grammar import plan_instruction
 
 
 def kinds(instruction: str) -> list[tuple]:
@@ -180,7 +182,7 @@ def test_a_button_sequence_moves_on_after_a_press_that_shows_nothing():
         el("button", "TWO", (78, 134, 128, 184)),
     ]
     image = Image.new("RGB", (200, 262), "white")
-    agent = A11yAgent()
+    agent = A11yAgent(task_grammar=plan_instruction)
     first = asyncio.run(agent.act(image, Query(instruction, "agent", elements=tuple(tree))))
     assert first.action.point == Box(115, 70, 165, 120).center and first.action.extras["blind"]
     turns = (turn(first.action, "no visible effect"),)
@@ -363,7 +365,7 @@ def test_the_a11y_agent_types_into_both_fields_then_submits_then_finishes():
         el("textbox", "", (9, 163, 143, 190)),
         el("button", "Submit", (11, 208, 130, 248)),
     ]
-    acts = run(A11yAgent(), fields[0].name, lambda done: fields)
+    acts = run(A11yAgent(task_grammar=plan_instruction), fields[0].name, lambda done: fields)
     assert [(a.type, a.text) for a in acts] == [
         (ActionType.TYPE, "rUT3X"),
         (ActionType.TYPE, "rUT3X"),
@@ -379,13 +381,15 @@ def test_the_a11y_agent_types_into_both_fields_then_submits_then_finishes():
 
 def test_the_a11y_agent_says_it_cannot_do_a_colour_task_in_one_step():
     acts = run(
-        A11yAgent(), "Click on the white colored box.", lambda done: [el("button", "Submit", (2, 2, 50, 20))]
+        A11yAgent(task_grammar=plan_instruction),
+        "Click on the white colored box.",
+        lambda done: [el("button", "Submit", (2, 2, 50, 20))],
     )
     assert len(acts) == 1 and acts[0].type == ActionType.CALL_USER and "colour" in acts[0].text
 
 
 def test_a_grounding_query_is_never_planned():
-    agent = A11yAgent()
+    agent = A11yAgent(task_grammar=plan_instruction)
     image = Image.new("RGB", (200, 100), "white")
     tree = (el("button", "Cancel", (10, 10, 60, 30)), el("button", "Submit", (100, 10, 160, 30)))
     live = asyncio.run(agent.act(image, Query("Select Submit", "agent", elements=tree)))
@@ -393,3 +397,120 @@ def test_a_grounding_query_is_never_planned():
     # Both click Submit; only the live task's action is tagged as a goal of a plan.
     assert live.action.point == static.action.point == Box(100, 10, 160, 30).center
     assert live.action.extras == {"goal": 0} and "goal" not in static.action.extras
+
+
+# ------------------------------------------------------------------ the generic reading
+def generic(instruction: str) -> list[tuple]:
+    plan = generic_plan(instruction)
+    assert plan is not None and not plan.cannot, instruction
+    return [(g.kind, g.target, g.value, g.role, g.ordinal) for g in plan.goals]
+
+
+@pytest.mark.parametrize(
+    "instruction, expected",
+    [
+        (
+            "Type alice into the Username field, then click Log in.",
+            [("type", "Username", "alice", "field", 0), ("click", "Log in", "", "", 0)],
+        ),
+        (
+            'Enter "hello world" in the search box and press Go',
+            [("type", "search", "hello world", "field", 0), ("click", "Go", "", "", 0)],
+        ),
+        (
+            'Select "Blue" from the Colour dropdown and click Save.',
+            [("select", "Colour", "Blue", "combobox", 0), ("click", "Save", "", "", 0)],
+        ),
+        (
+            "Check Remember me and Keep me posted; then click Sign up",
+            [
+                ("click", "Remember me", "", "check", 0),
+                ("click", "Keep me posted", "", "check", 0),
+                ("click", "Sign up", "", "", 0),
+            ],
+        ),
+        (
+            "Hover over Products, then click Laptops",
+            [("hover", "Products", "", "", 0), ("click", "Laptops", "", "", 0)],
+        ),
+        ("Type 42 into the input box.", [("type", "", "42", "field", 1)]),
+    ],
+)
+def test_the_generic_reading_clicks_types_selects_and_checks_named_things(instruction, expected):
+    assert generic(instruction) == expected
+
+
+@pytest.mark.parametrize(
+    "instruction",
+    [
+        'Click on the "No" button.',
+        "Settings",
+        "Find a red colored shirt and add it to the cart",
+        # MiniWoB++'s own phrasings are not the generic reading's: a colour is no reason to
+        # decline, a pie menu no "+", a widget kind no role.
+        "Click on the white colored box.",
+        'Click on a "textarea" widget.',
+        "Click the button.",
+    ],
+)
+def test_the_generic_reading_leaves_one_step_instructions_to_the_one_step_reading(instruction):
+    assert generic_plan(instruction) is None
+
+
+@pytest.mark.parametrize(
+    "instruction",
+    [
+        'Expand the pie menu below and click on the item labeled "J".',
+        'Switch between the tabs to find and click on the link "ut.".',
+        "Select all the shades of blue and press Submit.",
+    ],
+)
+def test_the_generic_reading_has_none_of_miniwobs_rules(instruction):
+    plan = generic_plan(instruction)
+    assert plan is None or (
+        not plan.cannot and all(g.kind in ("click", "type", "select") for g in plan.goals)
+    )
+    assert plan is None or "+" not in [g.target for g in plan.goals]
+
+
+def test_without_a_grammar_the_a11y_agent_reads_generically_and_declines_nothing():
+    # Before the grammar moved, a bare agent declined this (MiniWoB++'s click-color rule).
+    tree = [el("button", "Submit", (2, 2, 50, 20)), el("button", "white colored box", (2, 40, 90, 60))]
+    (bare,) = run(A11yAgent(), "Click on the white colored box.", lambda done: tree)[:1]
+    assert bare.type == ActionType.CLICK and bare.point == Box(2, 40, 90, 60).center
+    told = run(A11yAgent(task_grammar=plan_instruction), "Click on the white colored box.", lambda done: tree)
+    assert told[0].type == ActionType.CALL_USER
+
+
+def test_the_a11y_agent_follows_a_generic_sequence_on_a_login_form():
+    tree = [
+        el("textbox", "Username", (10, 10, 150, 30)),
+        el("textbox", "Password", (10, 40, 150, 60)),
+        el("button", "Log in", (10, 70, 80, 90)),
+    ]
+    acts = run(A11yAgent(), "Type alice into the Username field, then click Log in.", lambda done: tree)
+    assert [(a.type, a.text, a.point) for a in acts] == [
+        (ActionType.TYPE, "alice", Box(10, 10, 150, 30).center),
+        (ActionType.CLICK, "", Box(10, 70, 80, 90).center),
+        (ActionType.FINISHED, "", None),
+    ]
+
+
+def test_no_miniwob_page_wording_is_left_in_adapters():
+    # The rules of one benchmark's pages live with that benchmark (webvoyager/miniwob_grammar.py).
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "adapters"
+    pattern = re.compile(
+        r"colou?red box|shades of|pie menu|yellow instruction|switch between the tabs|click-widget|"
+        r"find and click on the link|item labeled",
+        re.I,
+    )
+    hits = [
+        f"{p.relative_to(root.parent)}:{n}"
+        for p in root.rglob("*.py")
+        for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+        if pattern.search(line)
+    ]
+    assert hits == []

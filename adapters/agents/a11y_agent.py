@@ -1,10 +1,14 @@
-"""The built-in accessibility grounder: a CPU agent that reads the page's accessibility tree
-instead of pixels and implements the whole :class:`regionfocus.model.GroundingModel`.
+"""The built-in accessibility stand-in: an offline agent that needs no GPU and no weights, and
+is not a model. It reads the page's accessibility tree instead of pixels and implements the
+whole :class:`regionfocus.model.GroundingModel` with fixed rules, for trying the pipeline and for
+tests.
 
 It picks the element whose accessible name best matches the instruction (the OCR agent's
-instruction grammar and fuzzy matcher, :mod:`regionfocus.adapters.perception.ocr_text`, over element names instead of
-OCR lines) and clicks its centre. Lines that merely repeat the instruction (a MiniWoB++ page
-prints it) are left out, and controls win ties over static text.
+instruction reading and fuzzy matcher, :mod:`regionfocus.adapters.perception.ocr_text`, over element names instead of
+OCR lines) and clicks its centre. Lines that merely repeat the instruction (a task page may
+print it) are left out, and controls win ties over static text. A live task's multi-step
+instruction is read by :mod:`.task_plan`: its generic reading, or the ``task_grammar`` a
+benchmark's runner supplies for its own wording.
 
 It cannot see pixels, so it must be handed the tree of the screen it is asked about:
 ``agent.set_elements(elements, size)`` with the elements of the current screen (boxes in pixels
@@ -39,7 +43,7 @@ from regionfocus.adapters.perception.ocr_text import (
 from regionfocus.geometry import Box, Point, box_around
 from regionfocus.model import Avoid, ModelReply, Option, Query, Usage, Verdict
 
-from .task_plan import ScreenItem, goal_element, next_step, plan_of
+from .task_plan import ScreenItem, TaskGrammar, goal_element, next_step, plan_of
 
 _KIND_TO_ACTION = {
     "click": ActionType.CLICK,
@@ -56,12 +60,19 @@ STATIC_PENALTY = 0.97
 class A11yAgent:
     """Grounding by accessible names. ``act_threshold``: a match must score this to be acted on;
     ``judge_threshold``: an element under a judged point must match this well; ``partial_threshold``:
-    weaker matches still serve as focal evidence."""
+    weaker matches still serve as focal evidence; ``task_grammar``: how a live task's instruction
+    becomes a plan (:data:`~.task_plan.TaskGrammar`; None: the generic reading). A harness sets
+    the attribute per task for its benchmark's wording."""
 
     name = "a11y"
 
     def __init__(
-        self, act_threshold: float = 0.75, judge_threshold: float = 0.8, partial_threshold: float = 0.5
+        self,
+        act_threshold: float = 0.75,
+        judge_threshold: float = 0.8,
+        partial_threshold: float = 0.5,
+        *,
+        task_grammar: TaskGrammar | None = None,
     ):
         check_fractions(
             "a11y",
@@ -72,6 +83,7 @@ class A11yAgent:
         self.act_threshold = float(act_threshold)
         self.judge_threshold = float(judge_threshold)
         self.partial_threshold = float(partial_threshold)
+        self.task_grammar = task_grammar
         self._elements: tuple[A11yElement, ...] = ()
         self._size: tuple[int, int] | None = None
 
@@ -154,7 +166,7 @@ class A11yAgent:
         """A click at the centre of the best-matching element (a typed value at it for type
         instructions); ``action=None`` when nothing matches well enough."""
         t0 = time.perf_counter()
-        if (plan := plan_of(query)) is not None:
+        if (plan := plan_of(query, self.task_grammar)) is not None:
             why, action = next_step(plan, query, self._items(image, query), self.act_threshold)
             return self._reply(why, t0, action=action, point=action.point if action else None)
         parsed = parse_instruction(query.instruction)
@@ -195,7 +207,7 @@ class A11yAgent:
         """The best match at least ``partial_threshold`` whose centre is not within 8 px of an
         ``avoid`` point, else the image centre. Deterministic."""
         t0 = time.perf_counter()
-        if (plan := plan_of(query)) is not None:
+        if (plan := plan_of(query, self.task_grammar)) is not None:
             e = goal_element(plan, query, self._items(image, query), self.act_threshold)
             p = e.box.center if e is not None else Point(image.size[0] / 2, image.size[1] / 2)
             return self._reply(f"focus({p.x:.0f},{p.y:.0f}) {e.label if e else 'image centre'}", t0, point=p)
@@ -212,7 +224,9 @@ class A11yAgent:
 
     def _score_at(self, image: Image.Image, query: Query, point: Point) -> tuple[float, str | None]:
         """How well the element under ``point`` is named like the target, and its name."""
-        if (plan := plan_of(query)) is not None:  # is the point on the current goal's element?
+        if (
+            plan := plan_of(query, self.task_grammar)
+        ) is not None:  # is the point on the current goal's element?
             e = goal_element(plan, query, self._items(image, query), self.act_threshold)
             return (1.0, e.label or e.role) if e is not None and e.box.contains(point) else (0.0, None)
         parsed = _with_icon_names(parse_instruction(query.instruction))

@@ -1,16 +1,19 @@
-"""The built-in OCR grounder: a CPU-only agent with no downloads (rapidocr 3.x, PP-OCRv6 small
-models shipped in the wheel) that implements the whole :class:`regionfocus.model.GroundingModel`.
+"""The built-in OCR stand-in: an offline agent that needs no GPU and no downloads (rapidocr 3.x,
+PP-OCRv6 small models shipped in the wheel), and is not a model: fixed rules over OCR lines
+implement the whole :class:`regionfocus.model.GroundingModel`, for trying the pipeline and for
+tests. Its numbers say what RegionFocus does for a reader with a pixel budget, not what a VLM
+scores.
 
 Like a VLM, it sees every image through a pixel budget: an image larger than ``budget`` pixels
 is downscaled (aspect ratio kept) before OCR, so small text on a 4K screenshot becomes
 unreadable, and the zoomed views RegionFocus cuts read it again. That budget is the thing
-RegionFocus exists to beat, which makes this agent a faithful, deterministic stand-in for a
-VLM in tests and demos.
+RegionFocus exists to beat, which makes this agent a deterministic stand-in for a VLM.
 
-A live task's multi-step instruction (select these and submit, type into that field, switch
-tabs) is followed through the shared plan (:mod:`.task_plan`) over what the agent reads: its
-lines and the controls detected over them (:mod:`.ocr_items`). A goal it cannot read at the
-budget is no action, which is RegionFocus's cue to zoom.
+A live task's multi-step instruction (type into that field then click that button, select from
+a list) is followed through the shared plan (:mod:`.task_plan`: its generic reading, or the
+``task_grammar`` a benchmark's runner supplies) over what the agent reads: its lines and the
+controls detected over them (:mod:`.ocr_items`). A goal it cannot read at the budget is no
+action, which is RegionFocus's cue to zoom.
 
 Frames: OCR runs on the *budget* image; every point or box this module returns is in pixels of
 the image it was given (the budget scale undone).
@@ -37,6 +40,7 @@ from regionfocus.adapters.agents.ocr_seen import BudgetArrays, Seen, SeenCache, 
 from regionfocus.adapters.agents.task_plan import (
     Plan,
     ScreenItem,
+    TaskGrammar,
     current_goal,
     goal_element,
     next_step,
@@ -209,7 +213,7 @@ def _build_engine(threads: int):
 
 
 class OcrAgent:
-    """A deterministic OCR grounder behind the model protocol.
+    """A deterministic OCR stand-in for a model, behind the model protocol.
 
     ``budget``: pixels the agent sees of any image. Options: ``act_threshold`` (a match must
     score this to be acted on), ``judge_threshold`` (a starred point must match this well to be
@@ -218,7 +222,9 @@ class OcrAgent:
     lines below this confidence count as unreadable), ``cache_size`` (reads remembered: a
     screenshot and the views cut from it, shared by every target on that screenshot),
     ``threads`` (onnxruntime threads per OCR call; default 1), ``engines`` (OCR calls that run
-    at once, process-wide; default: usable cores / threads).
+    at once, process-wide; default: usable cores / threads), ``task_grammar`` (how a live task's
+    instruction becomes a plan, :data:`~.task_plan.TaskGrammar`; None: the generic reading; a
+    harness sets the attribute per task for its benchmark's wording).
     """
 
     name = "ocr"
@@ -234,6 +240,7 @@ class OcrAgent:
         cache_size: int = 32,
         threads: int | None = None,
         engines: int | None = None,
+        task_grammar: TaskGrammar | None = None,
     ):
         require_engine()
         if int(budget) < 1024:
@@ -258,6 +265,7 @@ class OcrAgent:
         self.cache = SeenCache(cache_size)
         self.arrays = BudgetArrays()
         self.controls = ControlCache()
+        self.task_grammar = task_grammar
 
     # ------------------------------------------------------------------ seeing
     def input_size(self, size: tuple[int, int]) -> tuple[int, int]:
@@ -356,7 +364,9 @@ class OcrAgent:
         """The best match's centre as a click (or a typed value for enter/type instructions);
         ``action=None`` when nothing matches well enough (RegionFocus's no-action trigger)."""
         t0 = time.perf_counter()
-        if (plan := plan_of(query)) is not None:  # a multi-step task: the current goal's action
+        if (
+            plan := plan_of(query, self.task_grammar)
+        ) is not None:  # a multi-step task: the current goal's action
             items = await asyncio.to_thread(self._items, await self._look(image))
             why, action = next_step(plan, query, items, self.act_threshold)
             point = action.point if action else None
@@ -400,7 +410,7 @@ class OcrAgent:
         t0 = time.perf_counter()
         parsed = parse_instruction(query.instruction)
         seen = await self._look(image, avoid.points if avoid.on_image else ())
-        if (plan := plan_of(query)) is not None:
+        if (plan := plan_of(query, self.task_grammar)) is not None:
             point, why = await asyncio.to_thread(self._plan_focus, seen, query, plan, list(avoid))
         else:
             point, why = self._evidence(seen, query.instruction, parsed, list(avoid))
@@ -415,7 +425,7 @@ class OcrAgent:
         parsed = parse_instruction(query.instruction)
         seen = await self._look(image, [point])
         usage = Usage(endpoint="ocr")
-        if (plan := plan_of(query)) is not None:
+        if (plan := plan_of(query, self.task_grammar)) is not None:
             e = await asyncio.to_thread(self._goal_item, seen, query, plan)
             if e is not None and grow_box(e.box, 2.0).contains(point):
                 return self._reply(
@@ -448,7 +458,7 @@ class OcrAgent:
         parsed = parse_instruction(query.instruction)
         starred = [o.action.point for o in options if o.on_image and o.action.point is not None]
         seen = await self._look(image, starred)
-        plan = plan_of(query)
+        plan = plan_of(query, self.task_grammar)
         goal = await asyncio.to_thread(self._goal_item, seen, query, plan) if plan is not None else None
         scored = []
         for o in sorted(options, key=lambda o: o.number):
@@ -481,7 +491,7 @@ class OcrAgent:
         seen = await self._look(image)
         if focal is not None:
             point, why = focal, "at the focal point"
-        elif (plan := plan_of(query)) is not None:
+        elif (plan := plan_of(query, self.task_grammar)) is not None:
             point, why = await asyncio.to_thread(self._plan_focus, seen, query, plan, [])
         else:
             point, why = self._evidence(seen, query.instruction, parsed, [])

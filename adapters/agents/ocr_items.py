@@ -6,13 +6,14 @@ A control takes the text it shows as its label (a button its caption, a field wh
 it, a dropdown its selected option); a checkbox or radio button takes the line just right of
 it, as its ``<label>`` reads. The agent reads a few things the detector's kinds leave open:
 - a field whose text reads as a date or time pattern (mm/dd/yyyy, --:-- --), or a "dropdown"
-  whose right-end mark is a closed icon (a clock read as "0", a calendar detected as a box) rather
-  than a chevron, is a date or time input; a date pattern read with no outline around it (a thin
-  border the detector missed) is one too, the size of its text;
+  whose right-end mark is a closed icon rather than a chevron (a glyph the OCR read as one
+  character alone at the field's right end, or a box the detector found there), is a date or
+  time input; a date pattern read with no outline around it (a thin border the detector missed)
+  is one too, the size of its text;
 - a field with a resize grip (marks in its bottom-right corner) is a text area, however short;
 - buttons side by side in a row (same top and bottom, touching) are tabs, and a flat bar
   (a button at least five times as wide as tall) is a section header, when their captions are
-  short (a yellow instruction bar is no header): each is also given as a
+  short (a sentence on a coloured bar is no header): each is also given as a
   "tab" (selected when filled with colour among plain ones), for the plans that switch tabs or
   open sections.
 """
@@ -45,7 +46,6 @@ ROLES = {
 }
 # A date input's mm/dd/yyyy (or the date typed in it); a time input's --:-- -- (or 07:55 PM).
 _DATE = re.compile(r"^(?:mm|\d{1,2})\s*/\s*(?:dd|\d{1,2})\s*/\s*(?:y{2,4}|\d{2,4})$", re.I)
-_ICON_READS = frozenset({"0", "O", "o", "©", "®", "Q", "@"})  # how the OCR reads a clock icon
 _TIME = re.compile(r"^[-\d\s]+[:.][-\d\s]+(?:[ap]\.?m\.?)?$", re.I)
 
 
@@ -119,13 +119,24 @@ def _grip(array: np.ndarray, box: Box, lines: list[TextLine]) -> bool:
     return rows >= 3 and cols >= 3 and int(patch.sum()) <= 0.5 * patch.size
 
 
-def _field_role(e: DetectedElement, label: str, controls: list[DetectedElement]) -> str:
+def _end_glyph(box: Box, inside: list[TextLine]) -> bool:
+    """The text read in a field ends in one character standing alone at its right end: an icon
+    (a clock, a calendar) the OCR read as a letter or a sign, not a word."""
+    if not inside:
+        return False
+    last = max(inside, key=lambda ln: ln.box.right)
+    words = last.text.split()
+    return bool(words) and len(words[-1]) == 1 and last.box.right >= box.right - 0.25 * box.width
+
+
+def _field_role(e: DetectedElement, inside: list[TextLine], controls: list[DetectedElement]) -> str:
     """A field's role by what it shows: a date or time input, else the detector's kind."""
+    label = " ".join(ln.text for ln in inside)
     words = label.split()
     if _DATE.match(label.strip()) or _TIME.match(label.strip()):
         return "Date" if "/" in label else "InputTime"
     if e.kind == "dropdown":
-        icon = bool(words) and words[-1] in _ICON_READS
+        icon = bool(words) and _end_glyph(e.box, inside)
         boxed = any(
             o is not e and o.kind in ("checkbox", "radio") and _covers(e.box, o.box) for o in controls
         )
@@ -162,8 +173,9 @@ def screen_items(seen: Seen, lines: list[TextLine], controls: list[DetectedEleme
         elif e.kind == "link":
             label = e.text
         else:
-            label = " ".join(ln.text for ln in _inside(lines, e.box))
-            role = _field_role(e, label, controls) if e.kind != "button" else role
+            inside = _inside(lines, e.box)
+            label = " ".join(ln.text for ln in inside)
+            role = _field_role(e, inside, controls) if e.kind != "button" else role
             if e.kind == "text_area" or (e.kind == "text_field" and _grip(seen.array, e.box, lines)):
                 attrs["multiline"] = "true"
             fields.append(e.box)
@@ -215,6 +227,7 @@ def _segments(field: Box, inside: list[TextLine]) -> Box:
     and the ones after it, so the plan's point near the left end must land on the first one
     (the month, the hour), not on the field's padding. That is where its text starts, or, when
     the dashes were not read, a little inside the border."""
-    texts = [ln for ln in inside if ln.text.strip() not in _ICON_READS]
+    icon = max(inside, key=lambda ln: ln.box.right) if _end_glyph(field, inside) else None
+    texts = [ln for ln in inside if ln is not icon or len(ln.text.split()) > 1]
     left = min(ln.box.left for ln in texts) if texts else field.left + 0.04 * field.width
     return Box(left, field.top, field.right, field.bottom)

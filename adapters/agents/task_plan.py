@@ -1,19 +1,22 @@
-"""Multi-step instructions as a plan of goals, for the CPU agents (a11y and OCR).
+"""Multi-step instructions as a plan of goals, for the CPU stand-in agents (a11y and OCR).
 
 A one-step grounding instruction ("Click on the link "In".") is :func:`ocr_text.parse_instruction`'s
-job. The MiniWoB++ families the CPU agents claim also say several things at once: select these
-and click Submit, type this into that field, focus the 3rd textbox, open this menu then that
-item, switch tabs until a link shows. :func:`plan_instruction` turns such an instruction into
-:class:`Goal` s; :func:`current_goal` finds the goal to work on from the episode's history
-(``Query.turns``), so an agent keeps no state of its own and a RegionFocus round asking about a
-zoomed view gets the same goal as the step it refines.
+job. A live task may also say several things at once: type this into that field, then click
+that button; select an option from a list and click Save. A :data:`TaskGrammar` turns such an
+instruction into :class:`Goal` s; :func:`generic_plan` is the reading every agent has (click,
+type into, select from, check or hover a named thing, in sequence), and a benchmark whose pages
+word their instructions in a fixed way hands the agent its own grammar instead (MiniWoB++'s
+lives in ``webvoyager/miniwob_grammar.py``, given by the runner). :func:`current_goal` finds the
+goal to work on from the episode's history (``Query.turns``), so an agent keeps no state of its
+own and a RegionFocus round asking about a zoomed view gets the same goal as the step it refines.
 
 Progress is read from the actions themselves: every action an agent takes for a goal carries
 ``extras["goal"]`` (its index); a goal is done once such an action changed the page, or was
 executed at all when marked ``extras["blind"]`` (a button pressed on the way to a later goal,
 which may change nothing visible). An action that only reveals (a tab switched while looking
-for a link) carries ``extras["reveal"]`` and finishes nothing. An instruction asking for what no CPU agent can see (colours, shapes,
-synonyms) is a :class:`Plan` with ``cannot`` set: the agent says so and the episode ends.
+for a link) carries ``extras["reveal"]`` and finishes nothing. An instruction asking for what no
+CPU agent can see is a :class:`Plan` with ``cannot`` set (a grammar decides which): the agent
+says so and the episode ends.
 
 :func:`ground` resolves a goal against the screen as an agent read it (:class:`ScreenItem`: a name,
 a box in pixels of the image asked about, a role), so both agents share one resolver: the a11y
@@ -23,7 +26,7 @@ agent passes its tree, the OCR agent its lines and detected controls.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from regionfocus.actions import Action, ActionType
@@ -57,15 +60,6 @@ ROLE_GROUPS = {
 }
 # A state some roles must (True) or must not (False) have: a text area is a multi-line textbox.
 ROLE_STATES = {"textarea": ("multiline", True), "textline": ("multiline", False)}
-# MiniWoB++ click-widget's widget names, as roles.
-WIDGETS = {
-    "button": "button",
-    "checkbox": "check",
-    "radio": "check",
-    "text": "textline",
-    "textarea": "textarea",
-    "textbox": "textline",
-}
 
 
 @dataclass(frozen=True)
@@ -110,159 +104,78 @@ class ScreenItem:
     interactive: bool = True
 
 
-# ------------------------------------------------------------------ reading the instruction
-_SUBMIT_TAIL = re.compile(
-    r",?\s+(?:and\s+)?(?:then\s+)?(?:click|press|hit)\s+(?:on\s+)?(?:the\s+)?\"?submit\"?(?:\s+button)?$",
-    re.I,
-)
-_THEN = re.compile(r",?\s+(?:and\s+)?then\s+|(?<!find)\s+and\s+(?=click\s+on\s+the\s+item\b)", re.I)
-# Instructions that ask for what neither CPU agent reads (MiniWoB++ click-color, click-shades,
-# click-checkboxes-soft, click-shape's size/colour/shape descriptions), anchored to those forms
-# so that a page's own sentence about colours is not taken for one.
-_LOOKS = r"(?:large|small|red|green|blue|aqua|black|magenta|yellow)"
-_CANNOT = (
-    (re.compile(r"^click\s+on\s+the\s+\w+\s+colou?red\s+box$", re.I), "it asks for a colour"),
-    (re.compile(r"^select\s+all\s+the\s+shades\s+of\s+\w+\b", re.I), "it asks for shades of a colour"),
-    (re.compile(r"^select\s+words\s+similar\s+to\b", re.I), "it asks for words by meaning"),
-    (
-        re.compile(rf"^click\s+on\s+an?\s+(?:{_LOOKS}\b.*|circle|rectangle|triangle|shape|item)$", re.I),
-        "it asks for a drawn shape by its look",
-    ),
-)
-_SELECT = re.compile(
-    r"^(?:select|check|tick|mark)\s+(?P<items>.+?)(?:\s+from\s+the\s+(?P<where>scroll\s+list|list|drop-?down))?$",
-    re.I,
-)
-_AS_VALUE = re.compile(
-    r"^(?:enter|type|select|choose|pick|input|set)\s+(?P<value>\S+(?:\s*[ap]\.?m\.?)?)\s+as\s+the\s+(?P<what>date|time)$",
-    re.I,
-)
-_TYPE = re.compile(
-    r"^(?:enter|type|input|write|fill\s+in)\s+(?:the\s+(?:password|text|value)\s+)?(?P<value>\"[^\"]*\"|'[^']*'|\S+)"
-    r"(?:\s+in\s+all\s+(?P<case>upper|lower)\s+case(?:\s+letters)?)?\s+(?:into|in|to)\s+(?P<field>.+)$",
-    re.I,
-)
-_ORDINAL = r"(?:the\s+)?(?:(?P<n>\d+)(?:st|nd|rd|th)\s+)?"
-_FIELD_WORDS = r"(?:input\s+)?(?:text\s*box|textbox|text\s+field|text\s+input|input\s+field|input|field|box)"
-_FOCUS = re.compile(rf"^(?:focus|click)\s+(?:into|on|in)\s+{_ORDINAL}{_FIELD_WORDS}$", re.I)
-_FIND = re.compile(
-    r"^(?:switch\s+between\s+the\s+tabs|expand\s+the\s+sections?(?:\s+below)?),?\s+to\s+find\s+and\s+click\s+"
-    r"(?:on\s+)?the\s+link\s+(?P<target>.+)$",
-    re.I,
-)
-_EXPAND = re.compile(r"^expand\s+the\s+(?P<what>section|pie\s+menu)(?:\s+below)?$", re.I)
-_ITEM = re.compile(
-    r"^(?:find\s+and\s+)?click\s+on\s+the\s+item\s+(?:labeled\s+|named\s+)?(?P<target>.+)$",
-    re.I,
-)
-_WIDGET = re.compile(r"^click\s+on\s+an?\s+\"?(?P<w>[a-z]+)\"?\s+widget$", re.I)
-_BUTTON_ONLY = re.compile(r"^click\s+(?:on\s+)?the\s+button$", re.I)
+# A benchmark's own reading of its instructions: the plan, or None for a one-step instruction.
+TaskGrammar = Callable[[str], Plan | None]
 
 
-def _unquote(text: str) -> str:
+# ------------------------------------------------------------------ the generic reading
+# Steps of a sequence: "A, then B", "A and then B", "A; B", and "A and click B" (a verb after
+# "and" starts a new step; "Select A and B" stays one).
+_STEPS = re.compile(
+    r";\s*(?:then\s+)?|,?\s+(?:and\s+)?then\s+|,?\s+and\s+(?=(?:click|press|hit|tap|type|enter|select|choose)\b)",
+    re.I,
+)
+_SELECT_FROM = re.compile(
+    r"^(?:select|choose|pick)\s+(?P<value>.+?)\s+(?:from|in)\s+(?:the\s+)?(?P<list>.+?)$", re.I
+)
+_LIST_WORDS = re.compile(r"\s*\b(?:drop-?down|list(?:\s*box)?|menu|select)$", re.I)
+_CHECK = re.compile(r"^(?:check|tick)\s+(?P<items>.+)$", re.I)
+_HOVER = re.compile(r"^(?:hover|mouse)\s+(?:over\s+|on\s+)?(?P<target>.+)$", re.I)
+# What names a field only by its kind: "the text field", "the input box".
+_FIELD_ONLY = re.compile(r"^(?:text|input|textbox|text\s*box|field|box|area|\s)*$", re.I)
+
+
+def _name(text: str) -> str:
     quoted = find_quoted(text)
     return quoted[0] if quoted else text.strip().strip(".").strip()
 
 
-def _items(text: str) -> list[str]:
-    parts = re.split(r",\s*(?:and\s+)?|\s+and\s+", text)
-    return [_unquote(p) for p in parts if p.strip()]
+def _generic_clause(text: str) -> tuple[list[Goal], bool] | None:
+    """The goals of one clause and whether it is a plain one-step click (which, alone, the
+    agents' one-step reading serves as before); None when it names nothing."""
+    if m := _SELECT_FROM.match(text):
+        where = _LIST_WORDS.sub("", m.group("list")).strip()
+        quoted = find_quoted(m.group("list"))
+        target = quoted[0] if quoted else where
+        return [Goal("select", target=target, role="combobox", value=_name(m.group("value")))], False
+    if m := _CHECK.match(text):
+        names = [_name(p) for p in re.split(r",\s*(?:and\s+)?|\s+and\s+", m.group("items")) if p.strip()]
+        return [Goal("click", target=n, role="check") for n in names], False
+    if m := _HOVER.match(text):
+        return [Goal("hover", target=_name(m.group("target")))], False
+    parsed = parse_instruction(text)
+    if parsed.kind == "type":
+        named = bool(parsed.target) and not _FIELD_ONLY.fullmatch(parsed.target)
+        goal = Goal(
+            "type",
+            target=parsed.target if named else "",
+            role="field",
+            value=parsed.value,
+            ordinal=0 if named else 1,
+            variants=parsed.variants if named else (),
+        )
+        return [goal], False
+    if not parsed.target:
+        return None
+    return [Goal(parsed.kind, target=parsed.target, variants=parsed.variants)], True
 
 
-def _typed(value: str, what: str) -> str:
-    """What to type into a date or time field for ``value`` as the page wrote it: Chromium's
-    date field takes the digits of mm/dd/yyyy; its time field hh, mm, then A or P."""
-    if what == "date":
-        return re.sub(r"\D", "", value)
-    m = re.match(r"(\d{1,2}):(\d{2})\s*([ap])?", value, re.I)
-    if not m:
-        return value
-    half = f"{m.group(3).upper()}M" if m.group(3) else ""
-    return f"{int(m.group(1)):02d}{m.group(2)}{half}"
-
-
-def _clause(text: str) -> list[Goal] | None:
-    """The goals of one clause, or None when the clause is not one this grammar knows."""
-    if m := _AS_VALUE.match(text):
-        what = m.group("what").lower()
-        if what == "date" and re.match(r"(?:select|choose|pick)\b", text, re.I):  # a picker, not a field
-            return [Goal("date", role="field", value=m.group("value"))]
-        return [Goal("type", role="field", value=_typed(m.group("value"), what), ordinal=1, at_left=True)]
-    if m := _FOCUS.match(text):
-        return [Goal("focus", role="field", ordinal=int(m.group("n") or 1))]
-    if m := _TYPE.match(text):
-        value = _unquote(m.group("value"))
-        if m.group("case"):
-            value = value.upper() if m.group("case").lower() == "upper" else value.lower()
-        fld = m.group("field")
-        if re.search(r"\bboth\b", fld, re.I):
-            return [Goal("type", role="field", value=value, ordinal=n) for n in (1, 2)]
-        quoted = find_quoted(fld)
-        return [
-            Goal(
-                "type",
-                target=quoted[0] if quoted else "",
-                role="field",
-                value=value,
-                ordinal=0 if quoted else 1,
-            )
-        ]
-    if m := _FIND.match(text):
-        return [Goal("find", target=_unquote(m.group("target")), role="link", reveal="tab")]
-    if m := _EXPAND.match(text):
-        if "pie" in m.group("what").lower():
-            return [Goal("click", target="+")]
-        return [Goal("reveal", role="tab")]
-    if m := _WIDGET.match(text):
-        role = WIDGETS.get(m.group("w").lower())
-        return [Goal("click", role=role, ordinal=1)] if role else None
-    if _BUTTON_ONLY.match(text):
-        return [Goal("click", role="button", ordinal=1)]
-    if m := _ITEM.match(text):
-        return [Goal("click", target=_unquote(m.group("target")))]
-    if m := _SELECT.match(text):
-        items, where = m.group("items"), (m.group("where") or "").lower()
-        if ">" in items:  # a menu path: hover the parents, click the leaf
-            path = [p.strip() for p in items.split(">") if p.strip()]
-            return [Goal("hover", target=p, role="menuitem") for p in path[:-1]] + [
-                Goal("click", target=path[-1], role="menuitem")
-            ]
-        names = [] if re.fullmatch(r"nothing|none", items.strip(), re.I) else _items(items)
-        if where in ("list", "dropdown", "drop-down"):
-            return [Goal("select", role="combobox", value=n) for n in names]
-        if where:  # a multiple-selection list: ctrl adds to the selection
-            return [
-                Goal("click", target=n, role="option", keys=("ctrl",) if i else ())
-                for i, n in enumerate(names)
-            ]
-        return [Goal("click", target=n, role="check") for n in names]
-    return None
-
-
-def plan_instruction(instruction: str) -> Plan | None:
-    """The plan of a multi-step instruction; None for a one-step one (or one this grammar does
-    not know), which the agents read with :func:`ocr_text.parse_instruction` as before."""
+def generic_plan(instruction: str) -> Plan | None:
+    """The reading every agent has: a sequence of clicks on, typing into, selecting from,
+    checking or hovering named things. None for a single click (the one-step reading) or an
+    instruction with a step that names nothing."""
     text = " ".join(instruction.split()).strip().rstrip(".").strip()
-    for pattern, why in _CANNOT:
-        if pattern.search(text):
-            return Plan(cannot=f"cannot do this task: {why}")
-    submit = False
-    if m := _SUBMIT_TAIL.search(text):
-        text, submit = text[: m.start()], True
+    clauses = [c.strip().rstrip(",").strip() for c in _STEPS.split(text) if c.strip()]
     goals: list[Goal] = []
-    clauses = [c for c in _THEN.split(text) if c.strip()]
+    plain = True
     for clause in clauses:
-        found = _clause(clause.strip().rstrip(",").strip())
+        found = _generic_clause(clause)
         if found is None:
-            if len(clauses) == 1 and not submit:
-                return None
-            parsed = parse_instruction(clause)
-            if not parsed.target:
-                return None
-            found = [Goal(parsed.kind, target=parsed.target, value=parsed.value, variants=parsed.variants)]
-        goals += found
-    if submit:
-        goals.append(Goal("click", target="Submit", role="button"))
+            return None
+        goals += found[0]
+        plain = plain and found[1]
+    if not goals or (len(clauses) == 1 and plain):
+        return None
     return Plan(tuple(goals))
 
 
@@ -400,6 +313,22 @@ def _pick_date(goal: Goal, index: int, items: Sequence[ScreenItem]) -> Grounded:
     return Grounded(Action(ActionType.CLICK, s.box.center, extras={"goal": index}), f"day {day}", s)
 
 
+def _field_of_label(label: ScreenItem, items: Sequence[ScreenItem], role: str) -> ScreenItem | None:
+    """The field a plain text label names: the nearest one of ``role`` starting below it (in
+    its column) or to its right (on its row), as forms lay labels out."""
+    near = []
+    for f in _of_role(items, role):
+        below = (
+            f.box.top >= label.box.center.y
+            and f.box.left <= label.box.right
+            and f.box.right >= label.box.left
+        )
+        right = f.box.left >= label.box.center.x and f.box.top <= label.box.center.y <= f.box.bottom
+        if below or right:
+            near.append((f.box.center.distance(label.box.center), f))
+    return min(near, key=lambda t: t[0])[1] if near else None
+
+
 def _scrolled_out(s: ScreenItem, items: Sequence[ScreenItem]) -> tuple[ScreenItem, str] | None:
     """The list box ``s`` (an option) is hidden in, and which way to scroll it."""
     for box in _of_role(items, "listbox"):
@@ -425,6 +354,8 @@ def ground(plan: Plan, index: int, items: Sequence[ScreenItem], query: Query, th
             near = f'; best "{named[0][1].label}" {named[0][0]:.2f}' if named else ""
             return Grounded(None, f'no element named like "{goal.target}"{near}')
         s = named[0][1]
+        if goal.role == "field" and s.role == "text":  # an OCR reader's field is named by its label
+            s = _field_of_label(s, items, goal.role) or s
     else:
         pool = _of_role(items, goal.role)
         if goal.kind == "reveal":
@@ -447,8 +378,8 @@ def ground(plan: Plan, index: int, items: Sequence[ScreenItem], query: Query, th
     elif goal.kind == "hover":
         action = Action(ActionType.HOVER, p, extras=tag)
     else:
-        # A button pressed on the way to a later goal may change nothing visible (MiniWoB++'s
-        # button sequences): its click counts once executed.
+        # A button pressed on the way to a later goal may change nothing visible (a sequence
+        # of buttons that only records the presses): its click counts once executed.
         if goal.kind == "click" and goal.role in ("", "button") and index < len(plan.goals) - 1:
             tag = {**tag, "blind": True}
         action = Action(ActionType.CLICK, p, keys=goal.keys, extras=tag)
@@ -456,10 +387,13 @@ def ground(plan: Plan, index: int, items: Sequence[ScreenItem], query: Query, th
 
 
 # ------------------------------------------------------------------ what an agent calls
-def plan_of(query: Query) -> Plan | None:
-    """The plan of a live task's instruction; None for a grounding query or a one-step
-    instruction (the agent's own one-step reading applies)."""
-    return plan_instruction(query.instruction) if query.mode == "agent" else None
+def plan_of(query: Query, grammar: TaskGrammar | None = None) -> Plan | None:
+    """The plan of a live task's instruction, read by ``grammar`` (the task's benchmark's) or
+    else :func:`generic_plan`; None for a grounding query or a one-step instruction (the
+    agent's own one-step reading applies)."""
+    if query.mode != "agent":
+        return None
+    return (grammar or generic_plan)(query.instruction)
 
 
 def next_step(
