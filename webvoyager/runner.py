@@ -26,6 +26,7 @@ from regionfocus.loop import Limits, Step, model_calls, run_episode
 
 from . import miniwob
 from .browser import Browser, BrowserEnv, EnvConfig
+from .miniwob_grammar import grammar_for
 from .official import write_interact_messages
 from .rundir import RunDir, save_png, write_json
 from .task_env import TaskEnv
@@ -135,6 +136,10 @@ async def run_task(
     """Run one task (or MiniWoB++ episode) to its end and return its record. Never raises for
     page-side trouble: it ends up in the record's ``error``."""
     recorder = _TaskRecorder(task, folder)
+    if hasattr(agent.model, "task_grammar"):
+        # The CPU stand-ins read a benchmark's own instruction wording through the grammar it
+        # supplies. One model serves every task of a run, and a run's tasks are of one kind.
+        agent.model.task_grammar = grammar_for(task)
     task_env = TaskEnv(
         env,
         task,

@@ -392,7 +392,7 @@ def describe_screen(
     ``detector``: the UI-element detector (default :class:`~regionfocus.adapters.perception.ui_detect.OpenCvDetector`);
     ``min_conf``: OCR lines below this confidence are left out; ``ignore``: boxes (image pixels)
     whose elements are dropped, e.g. a task header the instruction already gives as text (the
-    paper cut MiniWoB++'s yellow instruction area from its screenshots, §3.2); ``lines``: OCR
+    paper cut MiniWoB++'s instruction header from its screenshots, §3.2); ``lines``: OCR
     lines already read from this image (skips the OCR). CPU-bound and blocking: call it through
     ``asyncio.to_thread`` from async code. Returns boxes in pixels of ``image``.
     """
