@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import replace
 from typing import Any
 
@@ -29,6 +30,21 @@ def bounded(text: Any) -> str:
     if not isinstance(text, str):
         return ""
     return valid_text(text[:MAX_REPLY_CHARS])
+
+
+# Where a number, or a list of them, may still go on: a digit; a point or exponent after one; a
+# sign; a separator or opening bracket, maybe with spaces after it. A number followed by
+# anything else (a closing bracket, a quote, a space) was written out whole.
+_MID_NUMBER = re.compile(r"(?:\d|(?<=\d)[.eE]|[-+]|[,(\[]\s*)\Z")
+
+
+def stops_mid_number(text: str) -> bool:
+    """Whether ``text``, a reply or a value cut off at its end (an unclosed call, quote or
+    JSON object), may have been cut inside a number or a list of numbers: ``[188, 6`` may have
+    been ``[188, 64]``, ``(10, 20,`` a box. Lenient readers close what was left open only when
+    this is False; the transport refuses cut replies (``finish_reason``), this guards the
+    replies that arrive cut without saying so."""
+    return bool(_MID_NUMBER.search(text))
 
 
 def finite_number(value: Any) -> float | None:

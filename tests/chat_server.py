@@ -47,7 +47,9 @@ class Reply:
     instead of a completion (invalid JSON, error bodies). ``choices``: None for one choice
     carrying ``content``; ``[]`` for an empty choices list. ``delay``: seconds to wait before
     answering (a hang, when longer than the client's timeout). Token counts default to simple
-    deterministic counts of the request and answer (see :func:`count_tokens`).
+    deterministic counts of the request and answer (see :func:`count_tokens`). ``content=None``
+    sends ``content: null``; ``finish_reason`` what the server says ended the reply ("length":
+    it reached max_tokens); ``tool_calls`` structured calls, as a server with a tool parser sends.
     """
 
     content: str | None = ""
@@ -310,6 +312,15 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         pass  # quiet: tests read ServerStats instead
+
+    def handle(self) -> None:
+        # A client that stops reading a reply (a timeout, a reply past its size cap) resets
+        # the connection: expected here, not a traceback on stderr.
+        try:
+            super().handle()
+        except (BrokenPipeError, ConnectionResetError):
+            with self.chat_server._lock:
+                self.chat_server.stats.disconnects += 1
 
     def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None) -> None:
         self.send_response(status)

@@ -17,15 +17,23 @@ reply the model writes: ``"nan"`` (a Qwen tool call with a "nan" number), ``"inf
 ``1e999`` coordinates), ``"nan-literal"`` (bare ``NaN``/``Infinity`` JSON constants),
 ``"surrogate"`` (the inner answer with a lone surrogate escaped into the JSON text),
 ``"huge"`` (a 300 KB reply of fragments that tempt backtracking regexes), and ``"nan-usage"``
-(the inner answer with non-finite token counts in ``usage``).
+(the inner answer with non-finite token counts in ``usage``). Replies that are no answer:
+``"cut"`` (the inner answer cut just after the first digit of its last number, ``finish_reason:
+"length"``, as a server sends a reply that reached ``max_tokens``), ``"cut-tool"`` (the same, as
+structured ``tool_calls`` whose arguments stop mid-number), ``"null"`` (``content: null``,
+finish reason ``stop``) and ``"bomb"`` (a gzip body of a few MB that inflates to
+:data:`BOMB_BYTES`). ``every``: one fault for every request, whatever its sample.
 
 ``seen`` counts what was answered per (sample, call, fault), so a test proves the faults fired.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import re
 import threading
+import zlib
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,9 +42,20 @@ from typing import Any
 from .chat_server import Reply, request_text
 from .model_like import request_kind
 
-__all__ = ["HUGE_REPLY_BYTES", "MARKUP", "MARKUP_ESCAPED", "Hostile", "colour_sample_of", "hostile_text"]
+__all__ = [
+    "BOMB_BYTES",
+    "HUGE_REPLY_BYTES",
+    "MARKUP",
+    "MARKUP_ESCAPED",
+    "Hostile",
+    "colour_sample_of",
+    "cut_mid_number",
+    "gzip_completion",
+    "hostile_text",
+]
 
 HUGE_REPLY_BYTES = 300_000
+BOMB_BYTES = 2 * 2**30  # what the issue's gzip reply inflated to
 # Text a model, a page or a data set may write that must reach a report as text: a script, an
 # attribute break-out with an event handler, and template syntax that must not be evaluated.
 MARKUP = '<script>alert(1)</script>"><img src=x onerror=alert(2)>{{ 7*7 }}'
@@ -62,11 +81,56 @@ def hostile_text(fault: str) -> str:
     raise ValueError(f"not a content fault: {fault!r}")
 
 
+def cut_mid_number(text: str) -> str:
+    """``text`` cut just after the first digit of its last number (``[188, 64]`` -> ``[188, 6``),
+    where a reply that reached its token limit may stop; a text without digits, cut in half."""
+    numbers = list(re.finditer(r"\d+", text))
+    return text[: numbers[-1].start() + 1] if numbers else text[: len(text) // 2]
+
+
+def _cut_tool_calls(text: str) -> list[dict[str, Any]] | None:
+    """The ``<tool_call>`` of ``text`` as the structured ``tool_calls`` a server with a tool
+    parser returns, its arguments cut mid-number; None when ``text`` holds no whole call."""
+    m = re.search(r"<tool_call>\s*(\{.*\})\s*</tool_call>", text, re.S)
+    if not m:
+        return None
+    call = json.loads(m.group(1))
+    arguments = cut_mid_number(json.dumps(call["arguments"]))
+    return [{"id": "call_0", "type": "function", "function": {"name": call["name"], "arguments": arguments}}]
+
+
+@functools.cache
+def gzip_completion(size: int = BOMB_BYTES) -> bytes:
+    """A chat completion whose answer is ``size`` bytes of "A", gzip-compressed: ~1 KB a MB, so
+    a 2 GB answer travels in 2 MB. Each MB of "A" compresses, after a full flush, to the same
+    bytes, so the body is built from one block instead of deflating 2 GB."""
+    head = json.dumps(
+        {"id": "chatcmpl-bomb", "object": "chat.completion", "created": 0, "model": "bomb",
+         "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "@"}}]}
+    ).encode()  # fmt: skip
+    head, tail = head.split(b"@")
+    block = b"A" * 2**20
+    raw = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS)  # raw deflate, in our own gzip frame
+    out = [raw.compress(head) + raw.flush(zlib.Z_FULL_FLUSH)]
+    deflated = raw.compress(block) + raw.flush(zlib.Z_FULL_FLUSH)
+    blocks, rest = divmod(size, len(block))
+    out.append(deflated * blocks)
+    out.append(raw.compress(block[:rest] + tail) + raw.flush())
+    crc = zlib.crc32(head)
+    for _ in range(blocks):
+        crc = zlib.crc32(block, crc)
+    crc = zlib.crc32(block[:rest] + tail, crc)
+    length = len(head) + size + len(tail)
+    header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"  # gzip, deflate, no name, no mtime
+    return header + b"".join(out) + crc.to_bytes(4, "little") + (length % 2**32).to_bytes(4, "little")
+
+
 @dataclass
 class Hostile:
     inner: Callable[[dict[str, Any]], Any]
     sample_of: Callable[[str], str | None]
     faults: dict[tuple[str, str], str] = field(default_factory=dict)
+    every: str | None = None
     seen: Counter = field(default_factory=Counter)
     _grounding: Counter = field(default_factory=Counter)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -84,12 +148,26 @@ class Hostile:
         sample = self.sample_of(text)
         call = self.call_of(sample, text) if sample is not None else None
         fault = self.faults.get((sample, call)) if sample is not None else None
+        fault = self.every or fault
         if fault is None:
             return self.inner(body)
         with self._lock:
             self.seen[(sample, call, fault)] += 1
         if fault == "500":
             return Reply.server_error(500)
+        if fault == "null":
+            return Reply(content=None)
+        if fault == "bomb":
+            return Reply(body=gzip_completion(), headers={"Content-Encoding": "gzip"})
+        if fault in ("cut", "cut-tool"):
+            reply = self.inner(body)
+            reply = Reply.text(reply) if isinstance(reply, str) else reply
+            if reply.status != 200 or reply.body is not None:
+                return reply  # an error page is not cut
+            calls = _cut_tool_calls(reply.content or "") if fault == "cut-tool" else None
+            if calls is not None:
+                return Reply(content=None, tool_calls=calls, finish_reason="length")
+            return Reply.text(cut_mid_number(reply.content or ""), finish_reason="length")
         if fault in ("surrogate", "nan-usage"):
             reply = self.inner(body)
             reply = Reply.text(reply) if isinstance(reply, str) else reply

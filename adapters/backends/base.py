@@ -8,12 +8,50 @@ the size its model sees; a backend encodes it for transport (HTTP) or hands it t
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from regionfocus.model import Usage
 
 Message = dict[str, Any]
+
+# The most a reply's body may hold after decompression (``--max-reply-bytes``): an answer is a
+# few KB and the largest we ask for (n choices with log-probabilities) well under a MB, while a
+# server or proxy can send a gzip body that inflates a thousandfold.
+MAX_REPLY_BYTES = 8 * 2**20
+
+
+class UnfinishedReply(Exception):
+    """The server answered, but with no answer: the model did not finish its reply (cut at the
+    token limit, stopped by a content filter) or the reply holds no text. A failed call, like a
+    malformed body: backends retry it, then raise, so the sample is recorded as failed (error or
+    partial) instead of scoring a cut ``[188, 6`` as a click at (188, 6)."""
+
+
+class ReplyTooLarge(Exception):
+    """A reply's body grew past the limit while it was being read and decompressed."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"reply larger than {limit} bytes after decompression (--max-reply-bytes)")
+        self.limit = limit
+
+
+def finished_text(
+    text: str | None, reason: Any, finished: Collection[str], provider: str = "the server"
+) -> str:
+    """``text`` when the model finished it, else :class:`UnfinishedReply`. ``reason``: the
+    provider's stop reason for this reply; ``finished``: that provider's words for a reply the
+    model ended itself (OpenAI's ``stop`` and ``tool_calls``, Anthropic's ``end_turn``, ...).
+    Anything else (a token limit, a filter, no reason at all) is a cut reply, whose last number
+    may be half written. A reply with no text (``None``) is no answer either; an empty string
+    the model finished is its answer (it wrote nothing, and will again)."""
+    if reason not in finished:
+        shown = str(reason)[:60] if reason is not None else "none given"
+        raise UnfinishedReply(f"the model did not finish its reply (stop reason from {provider}: {shown})")
+    if text is None:
+        raise UnfinishedReply(f"the reply from {provider} has no text")
+    return text
 
 
 @dataclass

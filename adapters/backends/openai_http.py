@@ -13,6 +13,7 @@ and ``max_tokens`` explicitly.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
 import os
@@ -28,7 +29,7 @@ from typing import Any
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 from regionfocus.adapters.backends import body_json
-from regionfocus.adapters.backends.base import ChatResponse, Message
+from regionfocus.adapters.backends.base import MAX_REPLY_BYTES, ChatResponse, Message, ReplyTooLarge
 from regionfocus.adapters.backends.encoding import ImageEncoder, LocalFiles
 from regionfocus.adapters.backends.openai_replies import (
     MAX_RETRY_AFTER_S,
@@ -110,7 +111,14 @@ class OpenAIBackend:
     ``max_retries``: further attempts after the first, with exponential backoff from ``backoff``
     seconds plus jitter, or the server's Retry-After on 429. ``image_format``: png (lossless,
     default), jpeg or webp at ``image_quality``. ``extra_body``: sent with every request (e.g.
-    vLLM's ``{"top_k": 1}``).
+    vLLM's ``{"top_k": 1}``). ``max_reply_bytes``: the most a reply's body (an answer or an error
+    page) may hold after decompression; past it the attempt fails (:class:`ReplyTooLarge`,
+    retried like a malformed body), counted as it is read, never buffered first.
+
+    A reply is an answer only when the model finished it (``finish_reason`` ``stop`` or
+    ``tool_calls``) and it holds text or a tool call: a cut or empty reply is a failed attempt
+    (:class:`~regionfocus.adapters.backends.base.UnfinishedReply`), retried like a malformed one,
+    then a :class:`BackendError`.
 
     ``local_media_dir`` (or :meth:`use_local_media`): the local transport, for a client on the
     server's machine. Each image is written once under that folder (``local_format`` bmp:
@@ -147,6 +155,7 @@ class OpenAIBackend:
         extra_body: dict[str, Any] | None = None,
         local_media_dir: str | None = None,
         local_format: str = "bmp",
+        max_reply_bytes: int = MAX_REPLY_BYTES,
     ) -> None:
         urls = [base_urls] if isinstance(base_urls, str) else list(base_urls)
         if not urls or not all(isinstance(u, str) and u.startswith(("http://", "https://")) for u in urls):
@@ -154,10 +163,11 @@ class OpenAIBackend:
             raise ValueError(f"base_urls must be one or more http(s) URLs; got {shown!r}")
         if not model:
             raise ValueError("model must be a non-empty model id (as the server lists it in /v1/models)")
-        if timeout <= 0 or max_in_flight < 1 or max_retries < 0 or backoff < 0:
+        if timeout <= 0 or max_in_flight < 1 or max_retries < 0 or backoff < 0 or max_reply_bytes < 1:
             raise ValueError(
-                f"need timeout > 0, max_in_flight >= 1, max_retries >= 0, backoff >= 0; got "
-                f"timeout={timeout}, max_in_flight={max_in_flight}, max_retries={max_retries}, backoff={backoff}"
+                f"need timeout > 0, max_in_flight >= 1, max_retries >= 0, backoff >= 0, max_reply_bytes >= 1; "
+                f"got timeout={timeout}, max_in_flight={max_in_flight}, max_retries={max_retries}, "
+                f"backoff={backoff}, max_reply_bytes={max_reply_bytes}"
             )
         self.model = model
         self.api_key_env = api_key_env
@@ -167,6 +177,7 @@ class OpenAIBackend:
         self.backoff = float(backoff)
         self.max_backoff = float(max_backoff)
         self.extra_body = dict(extra_body or {})
+        self.max_reply_bytes = int(max_reply_bytes)
         self.encoder = ImageEncoder(image_format, image_quality)
         self.local: LocalFiles | None = None
         self._local_ok = True
@@ -410,7 +421,7 @@ class OpenAIBackend:
         """The semaphore and HTTP clients of the running event loop. Both are loop-bound (the
         clients pool connections on it), and sync facades run one ``asyncio.run`` per call, so a
         new loop gets fresh ones; the old loop's connections went away with it."""
-        from openai import AsyncOpenAI
+        from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 
         loop = asyncio.get_running_loop()
         if self._semaphore is None or self._loop is not loop:
@@ -424,8 +435,29 @@ class OpenAIBackend:
                     max_retries=0,
                     timeout=self.timeout,
                     default_headers={"Authorization": endpoint.auth} if endpoint.auth else None,
+                    # The SDK's own client (its limits, redirects, proxies from the environment)
+                    # with the reply cap hooked in.
+                    http_client=DefaultAsyncHttpxClient(event_hooks={"response": [self._cap_reply]}),
                 )
         return self._semaphore
+
+    async def _cap_reply(self, response: Any) -> None:
+        """httpx's response hook, run before the body is read: every reader of the body (the
+        SDK reads answers and error pages alike through ``aiter_bytes``) counts its decoded
+        bytes and stops past :attr:`max_reply_bytes`. httpx decodes in pieces of at most 1 MiB,
+        so a gzip body that inflates to gigabytes costs the cap plus one piece."""
+        limit, read = self.max_reply_bytes, response.aiter_bytes
+
+        async def counted(chunk_size: int | None = None):
+            total = 0
+            async with contextlib.aclosing(read(chunk_size)) as chunks:
+                async for chunk in chunks:
+                    total += len(chunk)
+                    if total > limit:
+                        raise ReplyTooLarge(limit)
+                    yield chunk
+
+        response.aiter_bytes = counted
 
     def _pick(self) -> _Endpoint:
         """The endpoint with the fewest requests in flight; ties go round-robin."""

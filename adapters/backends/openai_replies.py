@@ -9,8 +9,18 @@ import json
 import time
 from typing import Any
 
+from regionfocus.adapters.backends.base import ReplyTooLarge, UnfinishedReply, finished_text
+
 RETRY_STATUS = frozenset({408, 409, 429})
 MAX_RETRY_AFTER_S = 120.0
+
+# The chat API's finish reasons for a reply the model ended itself: "stop" (its end-of-turn
+# token or a stop string; vLLM and SGLang say the same) and "tool_calls" (it ended by calling a
+# tool, the arguments written out; "function_call" is the older name). Every other reason is a
+# cut reply: "length" (max_tokens reached: the last number may be half written),
+# "content_filter", vLLM's and SGLang's "abort", and none at all (a server that does not say
+# cannot be trusted to have finished).
+FINISHED = frozenset({"stop", "tool_calls", "function_call"})
 
 
 class MalformedResponseError(Exception):
@@ -18,16 +28,26 @@ class MalformedResponseError(Exception):
 
 
 def completion_text(completion: Any) -> str:
-    """The first choice's text; tool calls returned as structured data (a server started with a
-    tool parser) are rendered back as the ``<tool_call>`` text the adapters parse."""
+    """The first choice's text (:func:`choice_text`). Raises :class:`MalformedResponseError`
+    for a body that is no chat completion, :class:`UnfinishedReply` for one that is no answer."""
     if isinstance(completion, (str, bytes)) or not hasattr(completion, "choices"):
         raise MalformedResponseError(f"response is not a chat completion object: {str(completion)[:200]!r}")
     if not completion.choices:
         raise MalformedResponseError("response has no choices")
-    message = getattr(completion.choices[0], "message", None)
+    return choice_text(completion.choices[0])
+
+
+def choice_text(choice: Any) -> str:
+    """One choice's text, once the model finished it; tool calls returned as structured data
+    (a server started with a tool parser) are rendered back as the ``<tool_call>`` text the
+    adapters parse. A cut reply, or one with neither text nor tool calls (``content: null``, a
+    refusal), raises :class:`UnfinishedReply`."""
+    message = getattr(choice, "message", None)
     if message is None:
-        raise MalformedResponseError("first choice has no message")
-    text = message.content or ""
+        raise MalformedResponseError("a choice has no message")
+    text = message.content
+    if text is not None and not isinstance(text, str):
+        raise MalformedResponseError(f"message content is not text: {type(text).__name__}")
     for call in getattr(message, "tool_calls", None) or []:
         function = getattr(call, "function", None)
         if function is None:
@@ -36,21 +56,22 @@ def completion_text(completion: Any) -> str:
             arguments = json.loads(function.arguments or "{}")
         except ValueError:
             arguments = function.arguments
-        text += "<tool_call>" + json.dumps({"name": function.name, "arguments": arguments}) + "</tool_call>"
-    return text
+        text = (text or "") + "<tool_call>" + json.dumps({"name": function.name, "arguments": arguments})
+        text += "</tool_call>"
+    refusal = getattr(message, "refusal", None)
+    if text is None and isinstance(refusal, str) and refusal:
+        raise UnfinishedReply(f"the model refused: {refusal[:200]!r}")
+    return finished_text(text, getattr(choice, "finish_reason", None), FINISHED)
 
 
 def completion_choices(completion: Any) -> list[tuple[str, list[float] | None]]:
-    """Every choice's text (as :func:`completion_text` renders it) with its tokens'
-    log-probabilities (None when the server sent none)."""
-    first = completion_text(completion)  # validates the shape
+    """Every choice's text (as :func:`choice_text` reads it) with its tokens' log-probabilities
+    (None when the server sent none). One cut choice fails the call, as a cut single reply
+    does: ``n`` answers means ``n`` answers."""
+    completion_text(completion)  # validates the shape
     out = []
-    for i, choice in enumerate(completion.choices):
-        if i == 0:
-            text = first
-        else:
-            message = getattr(choice, "message", None)
-            text = (getattr(message, "content", None) or "") if message is not None else ""
+    for choice in completion.choices:
+        text = choice_text(choice)
         content = getattr(getattr(choice, "logprobs", None), "content", None)
         lps = (
             [float(t.logprob) for t in content if getattr(t, "logprob", None) is not None]
@@ -71,7 +92,10 @@ def classify_failure(exc: Exception) -> tuple[bool, int | None, float | None]:
         status = exc.status_code
         retry_after = retry_after_header(exc.response.headers) if status == 429 else None
         return (status in RETRY_STATUS or status >= 500), status, retry_after
-    if isinstance(exc, (MalformedResponseError, openai.APIResponseValidationError, ValueError)):
+    if isinstance(exc, (MalformedResponseError, UnfinishedReply, ReplyTooLarge)):
+        # Another attempt may get a finished, sane reply (another server, another sample).
+        return True, None, None
+    if isinstance(exc, (openai.APIResponseValidationError, ValueError)):
         # ValueError covers json.JSONDecodeError and pydantic validation of a 2xx body.
         return True, None, None
     return False, None, None
@@ -111,6 +135,8 @@ def describe_failure(exc: Exception, timeout: float) -> str:
         return f"connection error ({type(cause).__name__ if cause else 'unknown'})"
     if isinstance(exc, MalformedResponseError):
         return f"malformed response: {exc}"
+    if isinstance(exc, (UnfinishedReply, ReplyTooLarge)):
+        return str(exc)
     if isinstance(exc, json.JSONDecodeError):
         return f"malformed response: body is not valid JSON ({exc.msg} at char {exc.pos})"
     return f"{type(exc).__name__}: {str(exc)[:300]}"

@@ -22,7 +22,13 @@ from regionfocus.adapters.families.answers import bare_click, coords_from_value,
 from regionfocus.adapters.families.prompting import Prompt, render
 from regionfocus.adapters.families.resize import ResizeSpec
 from regionfocus.adapters.families.vlm import VlmAdapter, model_extent
-from regionfocus.adapters.model_text import STRICT_JSON, bounded, finite_number, sound_action
+from regionfocus.adapters.model_text import (
+    STRICT_JSON,
+    bounded,
+    finite_number,
+    sound_action,
+    stops_mid_number,
+)
 from regionfocus.geometry import Point
 from regionfocus.model import Query
 
@@ -71,8 +77,8 @@ def _close_json(s: str) -> str:
 
 
 def loads_lenient(s: str) -> Any:
-    """The first JSON value in ``s``: trailing junk ignored, an unterminated object closed.
-    None when there is none."""
+    """The first JSON value in ``s``: trailing junk ignored, an unterminated object closed
+    unless it stops where a number may go on (``[188, 6`` is no point). None when there is none."""
     start = s.find("{")
     if start < 0:
         return None
@@ -80,6 +86,8 @@ def loads_lenient(s: str) -> Any:
         return STRICT_JSON.raw_decode(s, start)[0]
     except (ValueError, RecursionError):  # RecursionError: brackets nested past the stack
         pass
+    if stops_mid_number(s):
+        return None
     try:
         return STRICT_JSON.decode(_close_json(s[start:]))
     except (ValueError, RecursionError):

@@ -29,7 +29,7 @@ from regionfocus.adapters.families.answers import (
 from regionfocus.adapters.families.prompting import Prompt, render
 from regionfocus.adapters.families.resize import ResizeSpec
 from regionfocus.adapters.families.vlm import VlmAdapter
-from regionfocus.adapters.model_text import bounded, sound_action
+from regionfocus.adapters.model_text import bounded, sound_action, stops_mid_number
 from regionfocus.geometry import Point
 from regionfocus.model import Query
 
@@ -88,7 +88,8 @@ def _closes(s: str, j: int) -> bool:
 
 def _scan_args(s: str, i: int) -> tuple[dict[str, str], int]:
     """Keyword arguments from ``s[i:]`` (just after the opening parenthesis) up to the
-    closing one. Tolerates a missing closing quote or parenthesis (truncated output)."""
+    closing one. Tolerates a missing closing quote or parenthesis (truncated output), but a
+    value cut where a number may go on (``start_box='(188,6``) is left out: no point."""
     args: dict[str, str] = {}
     n = len(s)
     while i < n:
@@ -103,6 +104,7 @@ def _scan_args(s: str, i: int) -> tuple[dict[str, str], int]:
         if i < n and s[i] in "'\"":
             quote, i = s[i], i + 1
             buf = []
+            closed = False
             while i < n:
                 c = s[i]
                 if c == "\\" and i + 1 < n:
@@ -111,10 +113,13 @@ def _scan_args(s: str, i: int) -> tuple[dict[str, str], int]:
                     continue
                 if c == quote and _closes(s, i + 1):
                     i += 1
+                    closed = True
                     break
                 buf.append(c)
                 i += 1
-            args[key] = "".join(buf)
+            value = "".join(buf)
+            if closed or not stops_mid_number(value):
+                args[key] = value
         else:
             j = i
             depth = 0
@@ -122,7 +127,8 @@ def _scan_args(s: str, i: int) -> tuple[dict[str, str], int]:
                 depth += s[j] in "(["
                 depth -= s[j] in ")]" and depth > 0
                 j += 1
-            args[key] = s[i:j].strip()
+            if j < n or not stops_mid_number(s[i:j]):
+                args[key] = s[i:j].strip()
             i = j
     return args, i
 
