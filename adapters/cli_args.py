@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
+from regionfocus.adapters.backends.base import MAX_REPLY_BYTES
 from regionfocus.model import GroundingModel
 
 
@@ -72,6 +73,14 @@ def add_agent_arguments(parser: argparse.ArgumentParser, default_agent: str = "o
         help="per-request timeout in seconds (default 120)",
     )
     g.add_argument(
+        "--max-reply-bytes",
+        type=_reply_bytes,
+        default=MAX_REPLY_BYTES,
+        metavar="N",
+        help=f"most bytes a reply may hold after decompression; a larger one is a failed call "
+        f"(default {MAX_REPLY_BYTES}, {MAX_REPLY_BYTES // 2**20} MiB)",
+    )
+    g.add_argument(
         "--max-in-flight",
         type=int,
         default=None,
@@ -101,6 +110,16 @@ def add_agent_arguments(parser: argparse.ArgumentParser, default_agent: str = "o
         metavar="PIXELS",
         help="ocr agent: pixels it sees of a full screenshot (default about 1 megapixel)",
     )
+
+
+def _reply_bytes(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of bytes >= 1, got {value!r}")
+    return n
 
 
 def text_only_config(agent: str, config):
@@ -150,6 +169,7 @@ def build_model(args: argparse.Namespace, concurrency: int = 1, coat=None) -> Gr
             model=args.model,
             api_key_env=args.api_key_env,
             timeout=args.timeout,
+            max_reply_bytes=getattr(args, "max_reply_bytes", MAX_REPLY_BYTES),
             max_in_flight=args.max_in_flight or max(8, concurrency * 6),
             image_format=args.image_format,
             image_quality=args.image_quality,

@@ -25,7 +25,9 @@ from regionfocus.adapters.model_text import bounded, finite_number
 from regionfocus.geometry import Point
 from regionfocus.model import Query
 
-_XY_JSON = re.compile(rf"\"x\"\s*:\s*({NUM})\s*,\s*\"y\"\s*:\s*({NUM})")
+# The y must be followed by something other than more of a number: "y": 40 at the end of a
+# cut reply may have been 404.
+_XY_JSON = re.compile(rf"\"x\"\s*:\s*({NUM})\s*,\s*\"y\"\s*:\s*({NUM})(?![\d.eE]|\Z)")
 
 
 def parse_xy_json(text: str) -> Action | None:
