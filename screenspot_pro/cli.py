@@ -268,6 +268,11 @@ def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
             if not hasattr(backend, "use_local_media"):
                 raise ValueError("--local-media-dir needs an HTTP agent (--base-url)")
             backend.use_local_media(args.local_media_dir, args.local_format)
+    from .strategies import fit_to_model
+
+    strategies, unfit = fit_to_model(strategies, model, every=(args.strategy or "").strip().lower() == "all")
+    for name, reason in unfit.items():
+        print(f"--strategy all: {name} left out: {reason}", file=sys.stderr)
     invocation = {
         "limit": args.limit,
         "timeout": args.timeout,

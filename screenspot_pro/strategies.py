@@ -71,6 +71,24 @@ def _takes_second(name: str) -> bool:
     return "second" in inspect.signature(STRATEGIES[name].factory).parameters
 
 
+def fit_to_model(
+    names: Sequence[str], model: GroundingModel, *, every: bool = False
+) -> tuple[tuple[str, ...], dict[str, str]]:
+    """The named strategies ``model`` can run, and why each other cannot (a strategy's optional
+    ``unfit(model)``: MVP's attention views need an in-process model), checked before any call.
+    ``every`` ("all" was asked for): those are left out; otherwise one is bad input (ValueError)."""
+    unfit = {}
+    for n in names:
+        check = getattr(STRATEGIES[n].factory, "unfit", None)
+        reason = check(model) if callable(check) else None
+        if reason:
+            unfit[n] = reason
+    if unfit and not every:
+        n, reason = next(iter(unfit.items()))
+        raise ValueError(f"--strategy {n}: {reason}")
+    return tuple(n for n in names if n not in unfit), unfit
+
+
 def totals(calls: Sequence[CostedCall]) -> dict[str, Any]:
     """Requests, completions, tokens and model seconds over ``calls`` (the record's cost)."""
     return StrategyResult("", None, None, list(calls)).totals()
@@ -218,6 +236,7 @@ def comparison(records: Sequence[dict[str, Any]], pricing: Pricing | None = None
                 "image_tokens": per_sample("image_tokens"),
                 "text_tokens": _text_tokens(costs, n),
                 "text_tokens_note": _text_tokens_note(name, costs),
+                "ran_with": _ran_with(records, name),
                 "model_s": per_sample("latency_s"),
                 "usd": _usd_per_sample(costs, pricing),
                 "wrong_to_right": sum(ri and not b for ri, b in zip(right, base, strict=True)),
@@ -269,9 +288,28 @@ def _text_tokens_note(name: str, costs: Sequence[dict[str, Any]]) -> str | None:
     )
 
 
+def _ran_with(records: Sequence[dict[str, Any]], name: str) -> list[str]:
+    """What a strategy's results say it ran with (their "ran with ..." notes: a pixel limit, a
+    fallback), each with the share of samples it held for when not all."""
+    counts: dict[str, int] = {}
+    for r in records:
+        trace = (row_result(r, name) or {}).get("trace") or {}
+        for note in trace.get("notes") or []:
+            if note.startswith("ran with "):
+                counts[note] = counts.get(note, 0) + 1
+    n = len(records)
+    return [f"{name} {note}" + (f" (on {k} of {n} samples)" if k < n else "") for note, k in counts.items()]
+
+
 def comparison_notes(rows: Sequence[dict[str, Any]]) -> list[str]:
-    """What the table cannot show as a number, one sentence per strategy concerned."""
-    return [r["text_tokens_note"] for r in rows if r.get("text_tokens_note")]
+    """What the table cannot show as a number, one sentence per strategy and matter."""
+    out = []
+    for r in rows:
+        out += r.get("ran_with") or []
+        if r.get("text_tokens_note"):
+            out.append(r["text_tokens_note"])
+    return out
+
 
 
 def _f(v: float | None, digits: int = 1) -> str:

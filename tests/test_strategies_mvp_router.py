@@ -24,8 +24,8 @@ from regionfocus.geometry import Box, Point
 from regionfocus.kit.runlog import read_records
 from regionfocus.model import ModelReply, Query, Usage
 from regionfocus.screenspot_pro.cli import main
-from regionfocus.screenspot_pro.strategies import resolve, run_peers
-from regionfocus.strategies import MVP, STRATEGIES, ZoomConsistencyRouter, get_strategy
+from regionfocus.screenspot_pro.strategies import fit_to_model, resolve, run_peers
+from regionfocus.strategies import MVP, STRATEGIES, MVPGrid, ZoomConsistencyRouter, get_strategy
 from regionfocus.strategies.cli import strategies_command
 from regionfocus.strategies.mvp import AttentionModel, agreeing_groups, choose, grid_windows, ranked_windows
 from regionfocus.strategies.zoom_consistency import Zoomed, consistency, half_crop, route
@@ -120,11 +120,11 @@ def test_groups_are_cliques_formed_in_order_and_the_answer_is_the_most_covering_
     assert choose([], [], 14) == (None, [])
 
 
-def test_mvp_without_attention_grounds_the_grid_views_at_twice_their_size():
+def test_mvp_grid_grounds_the_grid_views_at_twice_their_size():
     target = Point(1203.0, 301.0)
     model = Scripted(full=Point(400, 700), zoomed=lambda box: target if box.contains(target) else None)
-    res = run(MVP(), model, baseline=click(400, 700))
-    assert any("grid views" in n for n in res.notes)
+    res = run(MVPGrid(), model, baseline=click(400, 700))
+    assert res.strategy == "mvp-grid" and {"stage": "views", "proposal": "grid"} in res.steps
     assert [c.kind for c in res.calls] == ["view[0]", "view[1]", "view[2]", "view[3]"]
     # every quadrant is shown at twice its pixels (the model here does not downsize)
     assert [size for _, size in model.seen] == [(1600, 1000)] * 4
@@ -150,8 +150,44 @@ def test_mvp_with_attention_grounds_the_attended_windows_and_answers_the_agreein
     assert res.totals()["requests"] == 3
 
 
+def test_mvp_refuses_a_model_without_the_attention_pass_and_names_mvp_grid():
+    # The published method's views come from attention: on a model without it, MVP does not
+    # quietly become the grid form (which would be reported as "mvp").
+    assert MVP.unfit(Attending(full=None)) is None and MVPGrid.unfit(Scripted(None)) is None
+    assert "mvp-grid" in MVP.unfit(Scripted(None))
+    with pytest.raises(ValueError, match="mvp-grid"):
+        run(MVP(), Scripted(full=Point(1, 1)), baseline=click(1, 1))
+    # the grid form never asks for attention, even of a model that offers it
+    model = Attending(full=Point(5, 5), positions=[Point(1, 1)])
+    res = run(MVPGrid(views=1), model, baseline=click(5, 5))
+    assert model.asked == [] and [c.kind for c in res.calls] == ["view[0]"]
+
+
+def test_mvp_whose_attention_pass_finds_no_positions_says_it_ran_with_grid_views():
+    # an answer without the separator token gives no positions: that sample takes the grid
+    # views, and its result says so in a "ran with" note (the comparison table repeats it)
+    model = Attending(full=Point(400, 700), zoomed=None, positions=[])
+    res = run(MVP(views=2), model, baseline=click(400, 700))
+    assert [c.kind for c in res.calls] == ["attention", "view[0]", "view[1]"]
+    assert {"stage": "views", "proposal": "grid"} in res.steps
+    assert res.steps[-1]["windows"] == [[0, 0, 800, 1000], [800, 0, 1600, 1000]]
+    assert "ran with grid views: no attention positions (the answer had no separator token)" in res.notes
+
+
+def test_mvp_whose_attention_call_fails_records_it_and_grounds_no_views():
+    @dataclass
+    class Broken(Attending):
+        async def attention(self, image, query, top_k):
+            raise RuntimeError("attention_layer 20 is past the model's last decoder layer")
+
+    res = run(MVP(), Broken(full=Point(400, 700), zoomed=Point(9, 9)), baseline=click(400, 700))
+    assert [c.kind for c in res.calls] == ["attention"] and res.totals()["errors"] == 1
+    assert res.point == Point(400, 700) and not any(n.startswith("ran with grid") for n in res.notes)
+    assert "the attention pass failed (RuntimeError: attention_layer 20 is past" in res.notes[0]
+
+
 def test_mvp_with_no_point_anywhere_keeps_the_baseline_and_zero_views_cost_nothing():
-    res = run(MVP(), Scripted(full=None), baseline=None)
+    res = run(MVPGrid(), Scripted(full=None), baseline=None)
     assert res.action is None and "no point found: the baseline stands" in res.notes
     res = run(MVP(views=0), Attending(full=Point(5, 5), positions=[Point(1, 1)]), baseline=click(5, 5))
     assert res.calls == [] and res.point == Point(5, 5)
@@ -220,10 +256,16 @@ def test_router_falls_back_as_the_code_does():
 
 
 def test_both_are_listed_and_take_their_options_by_name(capsys):
-    assert "mvp" in STRATEGIES and "zoom-consistency" in STRATEGIES
+    assert {"mvp", "mvp-grid", "zoom-consistency"} <= set(STRATEGIES)
     assert strategies_command([]) == 0
     out = capsys.readouterr().out
     assert "ZJUSCL/MVP" in out and "omxyz/zoom-consistency-routing" in out
+    # the listing says which MVP needs an in-process model and which serves the rest, and the
+    # router's pixel limit beside the official one
+    blocks = {b.split()[0]: b for b in re.split(r"\n(?=\S)", out) if b.strip()}
+    assert "in-process" in blocks["mvp"] and "mvp-grid" in blocks["mvp"] and "attention pass" in blocks["mvp"]
+    assert "served models" in blocks["mvp-grid"] and "not the paper's method" in blocks["mvp-grid"]
+    assert "max_pixels" in blocks["zoom-consistency"] and "99,999,999" in blocks["zoom-consistency"]
     assert set(resolve("mvp,zoom-consistency")) <= set(resolve("all"))  # one model is enough
     second = Scripted(full=None)
     assert get_strategy("zoom-consistency", second=second).second is second
@@ -276,13 +318,13 @@ def test_harness_runs_both_over_http_and_their_results_rescore_exactly(servers, 
     data = fresh_dataset(tmp_path / "data")
     out = tmp_path / "run"
     argv = ["--data", str(data), "--out", str(out), "--agent", "qwen2.5-vl", "--base-url", server.base_url,
-            "--model", "m", "--no-progress", "--task", "appb_macos", "--strategy", "mvp,zoom-consistency"]  # fmt: skip
+            "--model", "m", "--no-progress", "--task", "appb_macos", "--strategy", "mvp-grid,zoom-consistency"]  # fmt: skip
     assert main(argv) == 0
     recs = read_records(out / "records.jsonl")
     assert len(recs) == 4 and all(r["status"] == "ok" for r in recs)
     sizes = {r["id"]: r["sample"]["img_size"] for r in recs}
     written = {}
-    for name in ("mvp", "zoom-consistency"):
+    for name in ("mvp-grid", "zoom-consistency"):
         for r in recs:
             row = r["strategies"][name]
             assert row["error"] is None and row["cost"]["requests"] > 1
@@ -307,9 +349,35 @@ def test_harness_runs_both_over_http_and_their_results_rescore_exactly(servers, 
     assert main(["report", str(out)]) == 0
     for name, before in written.items():
         assert (out / f"results_{name}.json").read_bytes() == before
-    mvp = next(r for r in recs if r["id"] == "appb_0")["strategies"]["mvp"]["trace"]
+    assert not (out / "results_mvp.json").exists()  # the grid form is never filed as MVP
+    mvp = next(r for r in recs if r["id"] == "appb_0")["strategies"]["mvp-grid"]["trace"]
     assert [c["kind"] for c in mvp["calls"]] == ["view[0]", "view[1]", "view[2]", "view[3]"]
-    assert "| zoom-consistency |" in (out / "summary.md").read_text()
+    summary = (out / "summary.md").read_text()
+    assert "| zoom-consistency |" in summary and "| mvp-grid |" in summary and "| mvp |" not in summary
+    # the router's row says the pixel limit it ran with, beside the official code's
+    assert (
+        "zoom-consistency ran with max_pixels 12,845,056 (first model); "
+        "the official code runs at max_pixels 99,999,999" in summary
+    )
+    step = next(r for r in recs if r["id"] == "appb_0")["strategies"]["zoom-consistency"]["trace"]["steps"][0]
+    assert step["pixels"]["first"]["max_pixels"] == 12845056 and step["pixels"]["official_max_pixels"] == 99999999
+
+
+def test_served_model_asked_for_mvp_exits_2_naming_mvp_grid_before_any_call(servers, tmp_path, capsys):
+    server, _ = servers
+    server.reset_stats()
+    data = fresh_dataset(tmp_path / "data")
+    argv = ["--data", str(data), "--out", str(tmp_path / "run"), "--agent", "qwen2.5-vl",
+            "--base-url", server.base_url, "--model", "m", "--no-progress", "--strategy", "regionfocus,mvp"]  # fmt: skip
+    assert main(argv) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("regionfocus screenspot-pro: error: --strategy mvp: ") and "--strategy mvp-grid" in line
+    assert server.stats.chat_requests == 0 and not (tmp_path / "run").exists()
+    # "all" leaves MVP out for a served model, says so, and runs the rest (mvp-grid among them)
+    fit = fit_to_model(resolve("all"), Qwen25Adapter(OpenAIBackend([server.base_url], model="m")), every=True)
+    assert "mvp" not in fit[0] and "mvp-grid" in fit[0] and list(fit[1]) == ["mvp"]
+    assert not isinstance(Qwen25Adapter(OpenAIBackend([server.base_url], model="m")), AttentionModel)
+
 
 
 def test_router_over_two_endpoints_costs_each_models_calls(servers):

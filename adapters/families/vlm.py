@@ -17,6 +17,7 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
+from functools import partial
 from typing import Any, Literal
 
 from PIL import Image
@@ -24,6 +25,7 @@ from PIL import Image
 from regionfocus.actions import Action, ActionType
 from regionfocus.adapters.backends.base import ChatBackend, Message
 from regionfocus.adapters.families.answers import find_coordinates
+from regionfocus.adapters.families.attention import attention, can_attend
 from regionfocus.adapters.families.prompting import GIVEN_SIZE_KEY, Prompt, given_size, render
 from regionfocus.adapters.families.resize import Resized, ResizeSpec, resize_for_model
 from regionfocus.adapters.families.round_requests import RoundRequests
@@ -122,6 +124,8 @@ class VlmAdapter(RoundRequests):
             max_pixels if max_pixels is not None else d.max_pixels,
         )
         self.backend = backend
+        if can_attend(backend):  # in process only: MVP's attention pass (the core's AttentionModel)
+            self.attention = partial(attention, self)
         self.temperature = float(temperature)
         self.max_tokens = int(max_tokens)
         self.language = language
@@ -149,6 +153,11 @@ class VlmAdapter(RoundRequests):
     def input_size(self, size: tuple[int, int]) -> tuple[int, int]:
         """(W, H) of the image the model sees for an image of ``size``: its smart_resize."""
         return self.resize.model_size(size)
+
+    @property
+    def max_pixels(self) -> int:
+        """The most pixels of an image the model is sent (its resize rule's cap)."""
+        return self.resize.max_pixels
 
     def from_model(self, x: float, y: float, given: tuple[int, int]) -> Point:
         return from_model(x, y, self.frame, given, self.input_size(given))

@@ -19,7 +19,7 @@ from .dimo import DiMoGUI
 from .focusing import IterativeFocusing
 from .gui_rc import GuiRC
 from .mega_gui import MegaGuiZoom
-from .mvp import MVP
+from .mvp import MVP, MVPGrid
 from .narrowing import IterativeNarrowing
 from .protocol import Strategy
 from .regionfocus import RegionFocusStrategy
@@ -78,6 +78,7 @@ STRATEGIES: dict[str, StrategyInfo] = {
             ScreenSeekeR,
             MegaGuiZoom,
             MVP,
+            MVPGrid,
             ZoomConsistencyRouter,
         ),
     )
@@ -113,6 +114,7 @@ __all__ = [
     "IterativeFocusing",
     "IterativeNarrowing",
     "MVP",
+    "MVPGrid",
     "MapChoice",
     "MegaGuiZoom",
     "ReGround",

@@ -1,5 +1,8 @@
 """MVP (Multi-View Prediction): ground the full screenshot and a few 2x-magnified views of where
-the model looks, group the points that agree, and answer from the largest group.
+the model looks, group the points that agree, and answer from the largest group. Two entries:
+``mvp``, the published method (views from the model's attention: an in-process model), and
+``mvp-grid``, the same grouping over the code's fallback grid views (any model, served ones
+included): not the paper's method, and never reported under its name.
 
 Paper: Y. Zhang et al., "MVP: Multiple View Prediction Improves GUI Grounding", CVPR 2026,
 arXiv:2512.08529. Code: ZJUSCL/MVP, commit 988ff3c61b9f7632d780ae27c83260de75b3c95f,
@@ -7,13 +10,18 @@ arXiv:2512.08529. Code: ZJUSCL/MVP, commit 988ff3c61b9f7632d780ae27c83260de75b3c
 What that code does, kept here:
 
 - the full-image point (the baseline here), coverage 0;
-- view proposal: one more forward pass on the full image, the attention of the answer's ``,``
-  token (one layer, maximum over heads) on the image tokens; the ``top_k`` = 100 most attended
-  tokens' cell centres; around each, a 1288 x 728 window (shifted inside the screenshot, no
-  larger than it) whose coverage is how many of those centres it holds; windows by coverage,
-  most first, duplicates (same integer box) dropped, the first ``views`` kept. When the image
-  tokens cannot be found, the code's fallback: a grid of ``views`` cells (ceil(sqrt(n))
-  columns, row by row, the last column and row reaching the edge), coverage 0;
+- view proposal (``get_top_attention_regions``, ``mvp_sspro.py`` lines 46-147, with the model
+  fork's capture in ``qwen2_5_vl/modeling_qwen2_5_vl.py`` lines 1550-1565 and 2022-2037): one
+  more greedy answer on the full image; at decoder layer ``--attn_layer`` (20 in
+  ``eval_uitars_1_5.sh`` and ``eval_gta1.sh``), the query of the decoding step that reads the
+  answer's ``,`` back (``--target_token_id ","``) against every key, softmax, maximum over
+  heads, the image tokens; the ``top_k`` = 100 most attended tokens' cell centres; around each,
+  a 1288 x 728 window (``rank_regions_by_coverage``, lines 149-217: shifted inside the
+  screenshot, no larger than it) whose coverage is how many of those centres it holds; windows
+  by coverage, most first, duplicates (same integer box) dropped, the first ``views`` kept.
+  The code's fallback (``get_default_subimage_regions``, lines 219-256) when the image tokens
+  cannot be found: a grid of ``views`` cells (ceil(sqrt(n)) columns, row by row, the last column
+  and row reaching the edge), coverage 0;
 - each window cropped, upsampled 2x, grounded, mapped back to screenshot pixels;
 - grouping: in order (full image first, then the windows by rank), a point joins the first
   group whose every member is within ``threshold`` = 14 px on both axes (the group is a
@@ -24,15 +32,23 @@ What that code does, kept here:
 Defaults follow ``mvp_sspro.py`` (``--max_inferences`` 4, also the UI-TARS-1.5 and GTA1
 scripts; the Qwen3-VL scripts pass 2, the README's Qwen3-VL-32B row among them).
 
-Deviations. The attention pass needs the model's internals (query and key states of one layer),
-which a served model does not expose: a model offering ``attention`` (:class:`AttentionModel`)
-is asked for the positions; any other gets the code's grid fallback, which is then what runs
-(noted in the result): so over HTTP this is grid views plus the grouping, not the paper's
-attention-guided views. Grounding requests use the model adapter's own prompt, not the code's
-``SYSTEM_PROMPT`` (the "(x,y)" locator prompt, ``mvp_sspro.py`` lines 22-29; a model's
-prompt is its adapter's, ``prompts/SOURCES.md``). Points map back exactly (no integer
-truncation of the view's or the screenshot's coordinates); a view with no parsable point
-adds nothing (as the Qwen3-VL script; the UI-TARS script scores such an answer as (0, 0)).
+Where it runs. The attention pass needs the model's internals (one layer's queries and keys),
+which a served model does not expose. A model offering ``attention`` (:class:`AttentionModel`:
+the VLM adapters over the in-process transformers backend, which implements the pass) runs
+``mvp``; for any other ``mvp`` refuses to start (:meth:`MVP.unfit`: the CLI exits before any
+call, naming ``mvp-grid``), so no table reports the grid form as MVP.
+
+Deviations. Grounding and attention requests use the model adapter's own prompt, not the
+code's ``SYSTEM_PROMPT`` (the "(x,y)" locator prompt, ``mvp_sspro.py`` lines 22-29; a model's
+prompt is its adapter's, ``prompts/SOURCES.md``); the attention pass reads the last ``,`` of the
+answer the model read back (so one followed by another token), as the code's capture does,
+and an answer with none gives no positions: that sample takes the grid views, noted (the code
+would reuse the previous sample's captured states, or fail on the first); an attention call
+that fails is recorded with its error and the sample gets no views (its full-image point
+stands, noted). Points map back
+exactly (no integer truncation of the view's or the screenshot's coordinates); a view with no
+parsable point adds nothing (as the Qwen3-VL script; the UI-TARS script scores such an answer
+as (0, 0)).
 """
 
 from __future__ import annotations
@@ -47,7 +63,7 @@ from PIL import Image
 from ..geometry import Box, Point
 from ..model import ModelReply, Query, Usage
 from ..views import View, ViewSource
-from .base import BaseStrategy, box_inside, first_point, full_box, ground_view, view_source
+from .base import BaseStrategy, first_point, ground_view, view_source
 from .protocol import Ledger, StrategyResult
 
 
@@ -73,15 +89,36 @@ class Magnified:
         return await self.inner.view(box, (round(box.width * self.scale), round(box.height * self.scale)))
 
 
+def attended_window(p: Point, size: tuple[int, int], window: tuple[float, float]) -> Box:
+    """The code's window around ``p``: ``window`` (no larger than the image) from ``p`` less half
+    of it, clipped at the far edges and then grown back toward the near ones; float edges."""
+    w, h = size
+    sw, sh = min(window[0], w), min(window[1], h)
+    left, top = max(0, p.x - sw / 2), max(0, p.y - sh / 2)
+    right, bottom = min(w, left + sw), min(h, top + sh)
+    # The code's own arithmetic, kept so its windows and coverages come out bit for bit.
+    if right - left < sw:
+        if left == 0:
+            right = sw
+        else:
+            left = right - sw
+    if bottom - top < sh:
+        if top == 0:
+            bottom = sh
+        else:
+            top = bottom - sh
+    return Box(left, top, right, bottom)
+
+
 def ranked_windows(
     positions: list[Point], size: tuple[int, int], window: tuple[float, float], n: int
 ) -> list[tuple[Box, int]]:
-    """The code's windows around attended positions: (box, coverage), most covering first,
-    one per integer box, at most ``n``."""
-    bounds = full_box(size)
+    """The code's windows around attended positions: (integer box, coverage: how many positions
+    the float window holds, edges included), most covering first (stable), one per integer
+    box, at most ``n``."""
     scored = []
     for p in positions:
-        b = box_inside(p, window[0], window[1], bounds)
+        b = attended_window(p, size, window)
         covered = sum(b.left <= q.x <= b.right and b.top <= q.y <= b.bottom for q in positions)
         scored.append((Box(int(b.left), int(b.top), int(b.right), int(b.bottom)), covered))
     scored.sort(key=lambda s: -s[1])
@@ -139,9 +176,14 @@ def choose(points: list[Point], coverage: list[int], threshold: float) -> tuple[
 @dataclass
 class MVP(BaseStrategy):
     name = "mvp"
-    paper = "MVP: Multiple View Prediction Improves GUI Grounding (CVPR 2026; code ZJUSCL/MVP)"
-    call_budget = "views (4) magnified crops (+1 attention pass for a model that offers one)"
+    paper = (
+        "MVP: Multiple View Prediction Improves GUI Grounding (CVPR 2026; code ZJUSCL/MVP): "
+        "attention-guided views, in-process models only (--backend hf); served models: mvp-grid"
+    )
+    call_budget = "1 attention pass + views (4) magnified crops"
     requires = "views >= 0, top_k >= 1, threshold >= 0, scale >= 1, window > 0"
+    # Where the views come from: "attention" (the paper's), or "grid" (the code's fallback cells).
+    proposal = "attention"
 
     views: int = 4
     top_k: int = 100
@@ -149,26 +191,60 @@ class MVP(BaseStrategy):
     scale: float = 2.0
     threshold: float = 14.0
 
+    @classmethod
+    def unfit(cls, model: object) -> str | None:
+        """Why this strategy cannot run on ``model`` (None: it can), for a harness to say before
+        any call: the attention views need a model that offers the attention pass."""
+        if cls.proposal != "attention" or isinstance(model, AttentionModel):
+            return None
+        return (
+            "MVP's attention-guided views need the attention pass of an in-process model "
+            "(--backend hf); this model has none (a served model exposes no attention). "
+            "Run --strategy mvp-grid for MVP's grouping over the official code's grid views"
+        )
+
+    async def windows(
+        self, ledger: Ledger, screenshot: Image.Image, instruction: str
+    ) -> list[tuple[Box, int]]:
+        """The views to ground, ranked, with their coverage."""
+        if not self.views:
+            return []
+        if self.proposal == "grid":
+            ledger.step(stage="views", proposal="grid")
+            return grid_windows(screenshot.size, self.views)
+        model = ledger.model
+        reason = self.unfit(model)
+        if reason is not None:
+            raise ValueError(f"{self.name}: {reason}")
+        attended: list[Point] = []
+
+        async def attend() -> ModelReply:
+            positions, usage = await model.attention(screenshot, Query(instruction), self.top_k)
+            attended.extend(positions)
+            return ModelReply("", usage=usage)
+
+        slot = ledger.reserve("attention")
+        if await ledger.call("attention", screenshot, attend(), slot=slot) is None:
+            # A failed call is data: recorded with its error; no views without the pass (the
+            # grid is another method), so the full-image point stands.
+            ledger.note(f"the attention pass failed ({ledger.result.calls[slot].error}): no views")
+            return []
+        windows = ranked_windows(attended, screenshot.size, self.window, self.views)
+        ledger.step(stage="attention", positions=attended)
+        if windows:
+            ledger.step(stage="views", proposal="attention")
+            return windows
+        # The code's own fallback when it finds no attended positions (lines 145-147).
+        ledger.note("ran with grid views: no attention positions (the answer had no separator token)")
+        ledger.step(stage="views", proposal="grid")
+        return grid_windows(screenshot.size, self.views)
+
     async def answer(
         self, ledger: Ledger, screenshot: Image.Image, instruction: str, views: ViewSource | None
     ) -> StrategyResult:
-        model, size = ledger.model, screenshot.size
+        model = ledger.model
         full = await first_point(ledger, model, screenshot, instruction)
-        windows: list[tuple[Box, int]] = []
-        if self.views and isinstance(model, AttentionModel):
-            attended: list[Point] = []
-
-            async def attend() -> ModelReply:
-                positions, usage = await model.attention(screenshot, Query(instruction), self.top_k)
-                attended.extend(positions)
-                return ModelReply("", usage=usage)
-
-            await ledger.call("attention", screenshot, attend())
-            windows = ranked_windows(attended, size, self.window, self.views)
-            ledger.step(stage="attention", positions=attended)
-        if self.views and not windows:
-            windows = grid_windows(size, self.views)
-            ledger.note("no attention positions (a served model gives none): the code's grid views")
+        windows = await self.windows(ledger, screenshot, instruction)
         source = Magnified(view_source(model, screenshot, views, "fill", max_zoom=self.scale), self.scale)
         found = await asyncio.gather(
             *(
@@ -190,3 +266,17 @@ class MVP(BaseStrategy):
             point=points[pick] if pick is not None else None,
         )
         return ledger.finish(points[pick] if pick is not None else None)
+
+
+@dataclass
+class MVPGrid(MVP):
+    """MVP's grouping over the official code's fallback grid views: what runs on a model without
+    the attention pass (a served one). Not the paper's method, so not under its name."""
+
+    name = "mvp-grid"
+    paper = (
+        "MVP's grouping over the official code's grid fallback views, no attention pass (code "
+        "ZJUSCL/MVP get_default_subimage_regions): for served models; not the paper's method"
+    )
+    call_budget = "views (4) magnified grid cells"
+    proposal = "grid"

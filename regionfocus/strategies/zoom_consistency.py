@@ -28,7 +28,13 @@ Deviations. Requests use each adapter's own grounding prompt, not the code's
 lines 14-42; see ``prompts/SOURCES.md``); the crop is resampled once, straight to the size the
 model sees for the whole screenshot (:func:`regionfocus.views.crop_view`), rather than to the
 screenshot's size and again by the processor; the consistency is measured on the step-2
-point after it is clamped into the screenshot. From the command line the second model is
+point after it is clamped into the screenshot. Pixel limit: the code loads both models'
+processors with ``max_pixels`` 99,999,999 (``src/models.py`` line 62, and ``paper.md``
+section 4.2: "no resolution cap"), so a ScreenSpot-Pro screenshot reaches the model whole; here
+each model runs at its adapter's own limit (Qwen2.5-VL: 12,845,056, which a 4K screenshot
+stays under; other families their own), and the result says which (a "ran with" note; in the
+step, per model, the limit and the size the screenshot was seen at), so a table never passes
+a capped run off as the official setting. From the command line the second model is
 ``regionfocus screenspot-pro --strategy zoom-consistency --second-agent F --second-base-url URL``;
 without it the router runs its one-model form.
 """
@@ -47,6 +53,19 @@ from ..model import GroundingModel
 from ..views import ViewSource
 from .base import BaseStrategy, first_point, ground_view, view_source
 from .protocol import Ledger, StrategyResult
+
+OFFICIAL_MAX_PIXELS = 99_999_999  # src/models.py line 62 at the commit above
+
+
+def pixel_limit(model: GroundingModel, size: tuple[int, int]) -> dict:
+    """What ``model`` is sent of a screenshot of ``size``: its ``max_pixels`` when it states one
+    (the VLM adapters do), and the size it sees the screenshot at."""
+    limit = getattr(model, "max_pixels", None)
+    return {"max_pixels": limit if isinstance(limit, int) else None, "seen": list(model.input_size(size))}
+
+
+def _limit_text(limit: int | None) -> str:
+    return f"max_pixels {limit:,}" if limit is not None else "a pixel limit the model does not state"
 
 
 class Zoomed(NamedTuple):
@@ -87,7 +106,10 @@ def route(first: Zoomed, second: Zoomed) -> tuple[str, Zoomed]:
 class ZoomConsistencyRouter(BaseStrategy):
     name = "zoom-consistency"
     paper = "Zoom Consistency routing (Kim & Chelikavada 2026; code omxyz/zoom-consistency-routing)"
-    call_budget = "1 zoomed crop (+2 on the second model: full screenshot and its crop)"
+    call_budget = (
+        "1 zoomed crop (+2 on the second model: full screenshot and its crop); each model at its "
+        "own max_pixels, stated in the result (the official code runs at 99,999,999)"
+    )
     zoom = "fill"
     requires = "0 < ratio < 1"
 
@@ -112,10 +134,19 @@ class ZoomConsistencyRouter(BaseStrategy):
     async def answer(
         self, ledger: Ledger, screenshot: Image.Image, instruction: str, views: ViewSource | None
     ) -> StrategyResult:
+        pixels = {"first": pixel_limit(ledger.model, screenshot.size)}
+        if self.second is not None:
+            pixels["second"] = pixel_limit(self.second, screenshot.size)
+        ledger.note(
+            "ran with "
+            + ", ".join(f"{_limit_text(p['max_pixels'])} ({who} model)" for who, p in pixels.items())
+            + f"; the official code runs at max_pixels {OFFICIAL_MAX_PIXELS:,}"
+        )
+        pixels["official_max_pixels"] = OFFICIAL_MAX_PIXELS
         if self.second is None:
             ledger.note("no second model: the grounder's two-step answer stands, unrouted")
             mine = await self.two_step(ledger, screenshot, instruction, views)
-            ledger.step(first=mine._asdict())
+            ledger.step(first=mine._asdict(), pixels=pixels)
             return ledger.finish(mine.point)
         # The second model's calls go through a ledger of its own, so they are costed as its
         # processor sees their images; they join this one's record after the first model's.
@@ -129,5 +160,5 @@ class ZoomConsistencyRouter(BaseStrategy):
         ledger.result.calls.extend(other.result.calls)
         chosen, answer = route(mine, theirs)
         ledger.result.candidates = [z.point for z in (mine, theirs) if z.point is not None]
-        ledger.step(first=mine._asdict(), second=theirs._asdict(), chosen=chosen)
+        ledger.step(first=mine._asdict(), second=theirs._asdict(), chosen=chosen, pixels=pixels)
         return ledger.finish(answer.point)
