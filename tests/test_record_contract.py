@@ -97,7 +97,11 @@ HAND_EDITS = {
     "integer id": (_set(3, id=3), 3, "id is 3, expected a string"),
     "no baseline": (_drop(4, "baseline"), 4, "baseline is missing"),
     "conflicting later duplicate": (_conflicting_duplicate, 10, "id 'appa_2' was already recorded at line 2"),
-    "status skipped": (_set(5, status="skipped"), 5, 'status is "skipped", expected one of ok, partial, error'),
+    "status skipped": (
+        _set(5, status="skipped"),
+        5,
+        'status is "skipped", expected one of ok, partial, error',
+    ),
     "status null with an error": (
         _set(6, status=None, error="server down"),
         6,

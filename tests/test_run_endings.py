@@ -65,7 +65,11 @@ def tiny_disk():
         cmd = ["unshare", "--mount", "--map-root-user", "sh", "-c", _TINY_DISK, "sh"]
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         proc = subprocess.run(
-            [*cmd, str(mnt), str(save), str(size_kb), *argv], cwd=ROOT, env=env, capture_output=True, text=True
+            [*cmd, str(mnt), str(save), str(size_kb), *argv],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
         )
         assert proc.returncode != 97, proc.stderr
         return proc
@@ -150,7 +154,9 @@ def test_a_full_disk_stops_the_run_naming_the_folder_and_a_rerun_resumes(
     assert proc.returncode == 2, proc.stderr
     err = proc.stderr.strip().splitlines()
     assert len(err) == 2 and "Traceback" not in proc.stderr  # the "N samples from" line, then the error
-    assert err[-1].startswith(f"regionfocus screenspot-pro: error: {out}: no room left on its disk to record ")
+    assert err[-1].startswith(
+        f"regionfocus screenspot-pro: error: {out}: no room left on its disk to record "
+    )
     assert "(No space left on device)" in err[-1] and "rerun the same command: it resumes" in err[-1]
     kept = _whole_lines(save / "run" / "records.jsonl")
     assert 1 <= len(kept) < 9 and all(r["status"] == "ok" for r in kept)  # no made-up error record
