@@ -58,7 +58,11 @@ def ending(
     errors = [r for r in records if r.get("status") == "error"]
     partial = sum(r.get("status") == "partial" for r in records)
     of = f" of {n_selected} selected" if n_selected is not None and n_selected != n else ""
-    rest = " (rerunning the run's command finishes the rest)" if n_selected is not None and n_selected > n else ""
+    rest = (
+        " (rerunning the run's command finishes the rest)"
+        if n_selected is not None and n_selected > n
+        else ""
+    )
     head = f"{n}{of} {unit} finished{rest}"
     if n and len(errors) == n:
         first = f"{errors[0].get('id')}: {errors[0].get('error') or 'no message'}"

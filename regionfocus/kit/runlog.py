@@ -240,13 +240,22 @@ def _contract_error(record: dict[str, Any], schema: dict[str, Any]) -> tuple[str
     """(field, what is wrong) for the first field of ``record`` that breaks ``schema``."""
     from jsonschema.exceptions import relevance
 
-    errors = sorted(_validator(schema).iter_errors(record), key=lambda e: (list(e.absolute_path), relevance(e)))
+    keys = list(record)
+
+    def order(e: Any) -> tuple:  # the first field of the line as written, then the shallowest
+        path = list(e.absolute_path)
+        top = keys.index(path[0]) if path and path[0] in keys else -1
+        return top, len(path), relevance(e)
+
+    errors = sorted(_validator(schema).iter_errors(record), key=order)
     if not errors:
         return None
     e = errors[0]
     path = ".".join(str(p) for p in e.absolute_path)
     if e.validator in ("required", "dependentRequired"):
-        wanted = e.validator_value if e.validator == "required" else e.validator_value.get("schema_version", [])
+        wanted = (
+            e.validator_value if e.validator == "required" else e.validator_value.get("schema_version", [])
+        )
         missing = next(k for k in wanted if k not in e.instance)
         return (f"{path}.{missing}" if path else missing), "is missing"
     if e.validator == "type":
@@ -257,9 +266,7 @@ def _contract_error(record: dict[str, Any], schema: dict[str, Any]) -> tuple[str
     return path or "(record)", f"is {_shown(e.instance)}: {e.message}"
 
 
-def check_record(
-    record: dict[str, Any], schema: dict[str, Any] | None = None
-) -> tuple[str, str] | None:
+def check_record(record: dict[str, Any], schema: dict[str, Any] | None = None) -> tuple[str, str] | None:
     """(field, problem) when ``record`` breaks the shared fields or ``schema`` (a harness's
     fields), else None."""
     version = record.get("schema_version", 1)
@@ -287,7 +294,11 @@ def selected_ids(config: dict[str, Any]) -> list[str] | None:
     if isinstance(inv.get(SELECTED), list):
         return [str(i) for i in inv[SELECTED]]
     shards = inv.get("shards")
-    if isinstance(shards, list) and shards and all(isinstance(s, dict) and isinstance(s.get(SELECTED), list) for s in shards):
+    if (
+        isinstance(shards, list)
+        and shards
+        and all(isinstance(s, dict) and isinstance(s.get(SELECTED), list) for s in shards)
+    ):
         return [str(i) for s in shards for i in s[SELECTED]]
     return None
 
@@ -660,7 +671,9 @@ class RunFolder:
                 if isinstance(e, OSError) and e.errno in NO_ROOM:
                     raise
                 message = f"the record could not be written: {type(e).__name__}: {e}"
-                log.error("%s: could not write the record of %s (%s); recorded as an error", self.root, rid, e)
+                log.error(
+                    "%s: could not write the record of %s (%s); recorded as an error", self.root, rid, e
+                )
                 data = self.log.append(fallback(message) if fallback else RunRecord(rid, "error", message))
         except OSError as e:
             if e.errno not in NO_ROOM:
