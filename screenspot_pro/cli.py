@@ -25,8 +25,11 @@ agent judges its own point and RegionFocus refines the rejected ones: both rows 
 of the same pass. Finished samples are saved as they complete; rerunning the same command
 resumes where it stopped.
 
-example (CPU only, no downloads; builds and caches a sample set on first use):
+example (CPU only, no downloads; the OCR stand-in, not a model, on a sample set built and
+cached on first use):
   regionfocus screenspot-pro --data builtin --agent ocr
+example (the benchmark from the Hugging Face Hub, kept in its cache and pinned to a commit):
+  regionfocus screenspot-pro --data hf:likaixin/ScreenSpot-Pro --agent ocr --out runs/sspro-ocr
 example (a model behind an OpenAI-compatible server, e.g. `vllm serve`):
   regionfocus screenspot-pro --data ~/ScreenSpot-Pro --agent qwen2.5-vl \\
       --base-url http://127.0.0.1:8000/v1 --model Qwen/Qwen2.5-VL-7B-Instruct --concurrency 16
@@ -77,9 +80,11 @@ def run_parser() -> argparse.ArgumentParser:
     d.add_argument(
         "--data",
         required=True,
-        metavar="DIR|builtin",
+        metavar="DIR|builtin|hf:OWNER/NAME[@REV]",
         help="a ScreenSpot-Pro, ScreenSpot-v2, OSWorld-G or UI-Vision folder (layouts below), "
-        "or 'builtin' for the rendered sample set",
+        "'builtin' for the rendered sample set, or a data set on the Hugging Face Hub "
+        "(hf:likaixin/ScreenSpot-Pro; @REV a branch, tag or commit), downloaded into the Hub cache; "
+        "the run pins the commit it resolved to and a rerun reads that commit",
     )
     d.add_argument(
         "--task",
@@ -158,13 +163,16 @@ def run_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _identity(args: argparse.Namespace, data_dir: Path, fmt: str) -> dict[str, Any]:
+def _identity(
+    args: argparse.Namespace, data_dir: Path, fmt: str, data_id: str | None = None
+) -> dict[str, Any]:
     """Run settings that change a sample's result: a folder refuses to mix two of them. The
-    benchmark is pinned unless ScreenSpot-Pro, so folders made before the others still resume."""
+    benchmark is pinned unless ScreenSpot-Pro, so folders made before the others still resume.
+    ``data_id``: a Hub set's hf:OWNER/NAME@commit, pinned instead of its cache folder."""
     return {
         **({"format": fmt} if fmt != "screenspot-pro" else {}),
         **({"shard": str(args.shard)} if args.shard else {}),
-        "data": str(data_dir.resolve()),
+        "data": data_id or str(data_dir.resolve()),
         "agent": args.agent,
         "model": args.model,
         # Pinned only when given: folders of one-model runs resume.
@@ -186,13 +194,24 @@ def _identity(args: argparse.Namespace, data_dir: Path, fmt: str) -> dict[str, A
     }
 
 
-def _resolve_data(arg: str) -> Path:
+def _resolve_data(arg: str, out: str | None = None) -> tuple[Path, str | None]:
+    """The folder ``--data`` names, and for a Hub set its pinned id (hf:OWNER/NAME@commit); a
+    rerun into ``out`` reads the commit its config.json pinned when ``arg`` names no revision."""
+    from regionfocus.kit import hub
+
+    if hub.is_hub(arg):
+        spec = hub.parse_spec(arg)
+        if out:
+            spec = hub.pinned_revision(spec, Path(out) / "config.json")
+        print(f"data: {spec} from the Hugging Face Hub (kept in its cache)", file=sys.stderr)
+        got = hub.fetch(spec)
+        return got.path, got.pinned
     if arg != "builtin":
-        return Path(arg).expanduser()
+        return Path(arg).expanduser(), None
     print("built-in data: rendered with Chromium on first use (about 20 s), then cached", file=sys.stderr)
     builder = _builder()
     try:
-        return builder.builtin_dataset_dir()
+        return builder.builtin_dataset_dir(), None
     except Exception as e:  # noqa: BLE001 - a browser that will not start is an environment problem
         raise ValueError(
             f"could not build the built-in data set ({type(e).__name__}: {e}); "
@@ -233,7 +252,7 @@ def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
     strategies = resolve(args.strategy)
     second = build_second_model(args, concurrency=args.concurrency)
     options = second_options(strategies, second)
-    data_dir = _resolve_data(args.data)
+    data_dir, data_id = _resolve_data(args.data, args.out)
     tasks = tuple(t.strip() for t in args.task.split(",") if t.strip()) if args.task != "all" else ()
     selection = Selection(
         tasks=tasks,
@@ -297,7 +316,7 @@ def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
                 out,
                 enabled=not args.no_regionfocus,
                 concurrency=args.concurrency,
-                identity={**_identity(args, data_dir, fmt.name), "request": request_identity(model)},
+                identity={**_identity(args, data_dir, fmt.name, data_id), "request": request_identity(model)},
                 invocation=invocation,
                 progress=False if args.no_progress else None,
                 retry_errors=args.retry_errors,
