@@ -41,7 +41,9 @@ def add_agent_arguments(parser: argparse.ArgumentParser, default_agent: str = "o
         "--agent",
         default=default_agent,
         help=f"model family: {', '.join(agent_names())} or a registered name (default: {default_agent}; ocr and "
-        "a11y run on the CPU: a11y reads the page's accessibility tree, browsing only; screen-text is a "
+        "a11y are offline stand-ins, not models: fixed rules over OCR lines or the page's accessibility tree "
+        "(a11y: browsing only), on the CPU with no GPU and no weights, for trying the pipeline and for tests; "
+        "their numbers are not a model's; screen-text is a "
         "text-only LLM over --base-url/--model reading the screenshot through OCR, and forces "
         "--history text and --aggregation text since it cannot see stars)",
     )
