@@ -18,7 +18,9 @@ from regionfocus.kit.flags import add_regionfocus_arguments, config_from_args
 from regionfocus.kit.shards import add_shard_argument
 
 EXAMPLES = """examples:
-  # offline, CPU only: the OCR agent on the curated MiniWoB++ tasks, then without RegionFocus
+  # offline, CPU only: the OCR stand-in (fixed rules, not a model) on the curated MiniWoB++
+  # tasks, then without RegionFocus; it reads MiniWoB++'s instruction wording through the
+  # grammar the runner hands it for MiniWoB++ pages (miniwob_grammar.py)
   regionfocus webvoyager --tasks miniwob --agent ocr --out runs/miniwob-rf
   regionfocus webvoyager --tasks miniwob --agent ocr --out runs/miniwob-base --no-regionfocus
 
