@@ -29,7 +29,8 @@ from .browser import BrowserEnv
 from .tasks import WebTask
 
 # A quick list of one-click tasks named by visible text. The CPU agents also read the multi-step
-# instructions of the click-, enter-, focus- and choose- families (adapters/agents/task_plan.py):
+# instructions of the click-, enter-, focus- and choose- families (miniwob_grammar.py, which the
+# runner hands them for these pages):
 # `miniwob:'click-*,enter-*,focus-*,choose-*'` runs all of them (BENCHMARKS.md §13). Drag, draw,
 # slider and colour tasks suit neither CPU agent (docs/ARCHITECTURE.md §9).
 DEFAULT_TASKS = (
