@@ -117,6 +117,29 @@ def test_a_run_whose_every_sample_failed_exits_3_with_the_count_last(data: Path,
     assert "Errors (counted wrong, kept in the denominator): 9." in summary
 
 
+@pytest.mark.slow  # Chromium
+def test_a_browsing_run_whose_every_task_failed_exits_3(tmp_path: Path, capsys):
+    """The same for `regionfocus webvoyager`: a MiniWoB++ episode whose every model call was
+    refused is an error (it measured nothing), not a partial task, and the run exits 3."""
+    from regionfocus.webvoyager.cli import main as webvoyager_main
+
+    out = tmp_path / "wv"
+    argv = [
+        "--tasks", "miniwob:click-button", "--agent", "qwen2.5-vl", "--model", "q",
+        "--base-url", f"http://127.0.0.1:{_closed_port()}/v1", "--no-regionfocus", "--max-steps", "1",
+        "--viewport", "500x560", "--no-progress", "--out", str(out),
+    ]  # fmt: skip
+    assert webvoyager_main(argv) == ALL_FAILED
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith(
+        "1 task finished: every one failed, nothing was measured (first: click-button--0: "
+    )
+    (rec,) = read_records(out / "records.jsonl")
+    assert rec["status"] == "error" and rec["error"].startswith("all 1 model call(s) failed; first: ")
+    summary = json.loads((out / "summary.json").read_text())["overall"]
+    assert (summary["tasks"], summary["errors"], summary["partial"]) == (1, 1, 0)
+
+
 def test_a_finished_run_names_its_errors_last(data: Path, tmp_path: Path, capsys):
     assert main(_argv(data, tmp_path / "run"), model=ColourModel()) == 0
     last = capsys.readouterr().out.strip().splitlines()[-1]

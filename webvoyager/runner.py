@@ -194,7 +194,11 @@ async def run_task(
         "wall_s": round(episode.wall_s, 3),
         "folder": task.folder,
     }
-    if lost and not ending.error:
+    if lost and not ending.error and record["model_errors"] == record["model_calls"]:
+        # Every model call failed (a server down): the task measured nothing. An error, as a
+        # ScreenSpot-Pro sample whose calls all failed: scored, counted, rerun by --retry-errors.
+        record["error"] = f"all {len(lost)} model call(s) failed; first: {lost[0][1].error}"
+    elif lost and not ending.error:
         # Some step decided without every call it asked for (a RegionFocus round that lost a
         # view or its choice): the task ran to its end, but not as the model would have run it.
         kinds = ", ".join(dict.fromkeys(f"step {n} {c.kind}" for n, c in lost))

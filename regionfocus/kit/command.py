@@ -63,7 +63,7 @@ def ending(
         if n_selected is not None and n_selected > n
         else ""
     )
-    head = f"{n}{of} {unit} finished{rest}"
+    head = f"{n}{of} {unit if n != 1 or of else unit.rstrip('s')} finished{rest}"
     if n and len(errors) == n:
         first = f"{errors[0].get('id')}: {errors[0].get('error') or 'no message'}"
         return (
