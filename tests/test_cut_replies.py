@@ -141,6 +141,15 @@ async def test_an_empty_answer_the_model_finished_is_its_answer(server):
     assert server.stats.chat_requests == 1
 
 
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -3, 2.5])
+async def test_token_counts_that_are_no_counts_are_none(server, bad):
+    # A record sums its calls' counts and the run log's contract wants whole numbers.
+    server.set_responder(Reply.text(QWEN, prompt_tokens=bad, completion_tokens=bad))
+    async with backend(server) as b:
+        usage = (await b.complete(user("click Save"))).usage
+    assert usage.prompt_tokens is None and usage.completion_tokens is None
+
+
 def test_the_shared_rule_for_other_providers():
     # The hosted-provider backends call the same rule with their own words for "finished".
     anthropic = frozenset({"end_turn", "stop_sequence", "tool_use"})

@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import math
 import os
 import random
 import threading
@@ -343,8 +344,8 @@ class OpenAIBackend:
                 usage = getattr(completion, "usage", None)
                 return parsed, Usage(
                     latency_s=time.perf_counter() - started,
-                    prompt_tokens=getattr(usage, "prompt_tokens", None),
-                    completion_tokens=getattr(usage, "completion_tokens", None),
+                    prompt_tokens=_token_count(getattr(usage, "prompt_tokens", None)),
+                    completion_tokens=_token_count(getattr(usage, "completion_tokens", None)),
                     endpoint=endpoint.base_url,
                 )
 
@@ -597,6 +598,16 @@ def _log_retry(state: RetryCallState) -> None:
         e.reason,
         wait,
     )
+
+
+def _token_count(value: Any) -> int | None:
+    """A server's token count as a count, or None: NaN, 1e999, -3 or "12" are no counts, and a
+    record's sums and the cost table would carry them."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        return None
+    return int(value) if value >= 0 else None
 
 
 def _endpoint(url: str) -> _Endpoint:
