@@ -514,3 +514,13 @@ def test_no_miniwob_page_wording_is_left_in_adapters():
         if pattern.search(line)
     ]
     assert hits == []
+
+
+def test_a_picker_paged_by_arrows_is_paged_like_one_paged_by_words():
+    plan = plan_instruction("Select 10/11/2016 as the date and hit submit.")
+    field = item("", 36, 65, "textbox", w=159, h=27)
+    opened = ground_first(plan, [field])
+    shown = [field, item("‹", 51, 114, "button", w=16), item("›", 160, 114, "button", w=16)]
+    shown += [item("November", 90, 115, w=42, h=10), item("2016", 135, 115, w=19, h=10)]
+    g = ground_first(plan, shown, [turn(opened.action)])
+    assert g.element.label == "‹" and g.action.extras["reveal"]

@@ -197,6 +197,11 @@ def current_goal(plan: Plan, turns: Sequence[Turn]) -> tuple[int, Goal] | None:
 # ------------------------------------------------------------------ grounding a goal
 MONTHS = ("january february march april may june july august september october november december").split()
 NOT_NAMES = frozenset({"RootWebArea", "WebArea"})  # the page itself is named after the task
+# What date pickers write on the controls that page a month forward or back.
+PAGE_LABELS = {
+    "Next": ("next", "next month", ">", "›", "»"),
+    "Prev": ("prev", "previous", "previous month", "<", "‹", "«"),
+}
 
 
 @dataclass(frozen=True)
@@ -301,7 +306,9 @@ def _pick_date(goal: Goal, index: int, items: Sequence[ScreenItem]) -> Grounded:
     diff = (year - shown_year) * 12 + month - (MONTHS.index(header.label.strip().lower()) + 1)
     if diff:
         word = "Next" if diff > 0 else "Prev"
-        step = next((s for s in items if s.label.strip() == word), None)
+        step = next((s for s in items if s.label.strip() == word), None) or next(
+            (s for s in items if s.label.strip().lower() in PAGE_LABELS[word]), None
+        )
         if step is None:
             return Grounded(None, f"the picker shows {header.label} {shown_year}; no {word} to page with")
         return _reveal(index, step, f"the picker shows {header.label} {shown_year}: {word}")
