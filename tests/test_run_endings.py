@@ -23,6 +23,7 @@ from regionfocus.kit.command import ALL_FAILED
 from regionfocus.kit.runlog import read_records
 from regionfocus.screenspot_pro.cli import main
 
+from .test_coat_aitz import sample  # noqa: F401 - the AITZ-shaped episodes as a fixture
 from .test_screenspot_helpers import ColourModel, fresh_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -138,6 +139,20 @@ def test_a_browsing_run_whose_every_task_failed_exits_3(tmp_path: Path, capsys):
     assert rec["status"] == "error" and rec["error"].startswith("all 1 model call(s) failed; first: ")
     summary = json.loads((out / "summary.json").read_text())["overall"]
     assert (summary["tasks"], summary["errors"], summary["partial"]) == (1, 1, 0)
+
+
+def test_an_aitz_run_whose_every_episode_failed_exits_3(sample, capsys):  # noqa: F811
+    from regionfocus.aitz.cli import main as aitz_main
+
+    from .test_aitz_cli import GOLD, StepModel
+
+    out = sample.with_name(sample.name + "-run")  # beside the data: its files are not episodes
+    down = StepModel({}, fail=set(GOLD))  # every step's call: HTTP 500
+    argv = ["run", str(sample), "--out", str(out), "--agent", "ocr", "--no-progress"]
+    assert aitz_main(argv, model=down) == ALL_FAILED
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith("2 episodes finished: every one failed, nothing was measured (first: E1: ")
+    assert "every one failed" in (out / "summary.md").read_text()
 
 
 def test_a_finished_run_names_its_errors_last(data: Path, tmp_path: Path, capsys):
