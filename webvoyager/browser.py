@@ -8,14 +8,26 @@ Per step: :meth:`BrowserEnv.act` executes the action, lets the page settle, park
 the rest point and takes the next screenshot, and reports the :class:`Effect` (see effects.py).
 New tabs and popups are followed, JavaScript dialogs are accepted or dismissed and recorded,
 navigation failures and renderer crashes become the step's error, never an exception.
+
+What a page cannot do to the run: send a document that never ends or is larger than
+``EnvConfig.max_page_bytes`` (page_fetch.py fetches pages and frames with that limit and the
+navigation timeout; a page refused so ends the task, naming it and the limit), start a
+download (the context accepts none), or keep the browser busy for ever: more than
+``max_dialogs`` JavaScript dialogs or ``max_navigations`` navigations of a page in one step (an
+``alert()`` loop, a page that refreshes itself) end the task with an error that says which.
+A screenshot that cannot be taken is tried once more after the page settles, then ends the
+step naming the page and what it was doing.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import logging
 import time
+from collections import deque
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Literal
 from urllib.parse import urljoin, urlsplit
@@ -41,6 +53,7 @@ from .effects import (
     expected_noise,
 )
 from .net_policy import NetPolicy, refusal, resolver_rules
+from .page_fetch import DEFAULT_MAX_PAGE_BYTES, PageFetcher, PageRefused
 from .zoom import CdpZoom
 
 log = logging.getLogger(__name__)
@@ -55,7 +68,11 @@ class EnvConfig:
     Loopback, private and link-local addresses are the :class:`Browser`'s to allow
     (net_policy.py has the rules).
     ``rest``: where the mouse is parked for screenshots, (x, y) px; default the bottom-right
-    corner, away from content."""
+    corner, away from content. ``max_page_bytes``: the largest page or frame document let in
+    (after decompression; ``--max-page-bytes``); one still arriving after ``nav_timeout_s`` is
+    refused too. ``max_dialogs`` and ``max_navigations``: JavaScript dialogs and navigations of
+    a page's main frame in one step (the start counts as one) beyond which the page is in a
+    loop and the task ends."""
 
     viewport: tuple[int, int] = (1440, 1440)
     allow_domains: tuple[str, ...] = ()
@@ -69,6 +86,9 @@ class EnvConfig:
     action_timeout_s: float = 20.0
     rest: tuple[float, float] | None = None
     thresholds: EffectThresholds = field(default_factory=EffectThresholds)
+    max_page_bytes: int = DEFAULT_MAX_PAGE_BYTES
+    max_dialogs: int = 20
+    max_navigations: int = 10
 
     @property
     def rest_point(self) -> tuple[float, float]:
@@ -173,9 +193,20 @@ class Browser:
         await self.close()
 
 
+class PageStopped(RuntimeError):
+    """The page made the task impossible to go on with: a page or frame document refused (over
+    the size limit, still arriving at the navigation timeout), a dialog loop, a navigation loop.
+    The message says which, naming the page."""
+
+
+class ScreenshotFailed(RuntimeError):
+    """No screenshot could be taken, twice; the message names the page and what it was doing."""
+
+
 class BrowserEnv:
     """One task's browser context. Use :meth:`goto`, then alternate :meth:`observe` /
-    :meth:`act`; :attr:`zoom` is the true-zoom view source for RegionFocus."""
+    :meth:`act`; :attr:`zoom` is the true-zoom view source for RegionFocus. :attr:`stopped`:
+    why the page stopped the task (see :class:`PageStopped`), None while it may go on."""
 
     def __init__(self, context: BrowserContext, config: EnvConfig, policy: NetPolicy | None = None):
         self.context = context
@@ -188,6 +219,13 @@ class BrowserEnv:
         self._shot: Image.Image | None = None
         self._probe: PageProbe | None = None
         self.zoom = CdpZoom(self._current_page, config.viewport, lambda: self._shot)
+        self.fetcher = PageFetcher(config.max_page_bytes, config.nav_timeout_s)
+        self.stopped: str | None = None
+        self._stop = asyncio.Event()
+        # This step's JavaScript dialogs and main-frame navigations (the loops' signs).
+        self._dialogs = 0
+        self._navigations = 0
+        self._visited: deque[str] = deque(maxlen=3)
 
     # ------------------------------------------------------------------ setup
     async def _init(self) -> None:
@@ -234,9 +272,16 @@ class BrowserEnv:
 
     async def _on_dialog(self, dialog: Dialog) -> None:
         policy = self.config.dialogs
-        self.events.append(
-            {"type": "dialog", "kind": dialog.type, "message": dialog.message[:500], "handled": policy}
-        )
+        self._dialogs += 1
+        if self._dialogs <= self.config.max_dialogs:  # a loop's thousands are counted, not kept
+            self.events.append(
+                {"type": "dialog", "kind": dialog.type, "message": dialog.message[:500], "handled": policy}
+            )
+        elif self._dialogs == self.config.max_dialogs + 1:
+            self._halt(
+                f"the page {_url(dialog.page)} showed more than {self.config.max_dialogs} JavaScript "
+                f"dialogs in one step, a dialog loop (the last: {dialog.type} {dialog.message[:100]!r})"
+            )
         try:
             if policy == "accept" or dialog.type == "beforeunload":
                 await dialog.accept()  # leaving a page must never hang the run
@@ -245,37 +290,91 @@ class BrowserEnv:
         except PlaywrightError:
             pass
 
+    def _halt(self, reason: str) -> None:
+        """End the task: the step under way stops waiting and reports ``reason``."""
+        if self.stopped is None:
+            self.stopped = reason
+            self.events.append({"type": "stopped", "reason": reason[:1000]})
+            self._stop.set()
+
+    def _begin_step(self) -> None:
+        self._dialogs = self._navigations = 0
+        self._visited.clear()
+
+    def _on_navigation(self, url: str) -> None:
+        self._navigations += 1
+        self._visited.append(url[:200])
+        if self._navigations == self.config.max_navigations + 1:
+            self._halt(
+                f"the page {_url(self.page)} navigated more than {self.config.max_navigations} times in "
+                f"one step, a refresh or redirect loop (last: {' -> '.join(self._visited)})"
+            )
+
+    async def _guard(self, aw: Awaitable):
+        """Await ``aw`` unless the page stops the task first (:meth:`_halt`): then it is
+        cancelled and :class:`PageStopped` raised, so no step waits out a loop's timeouts."""
+        if self.stopped is not None:
+            if asyncio.iscoroutine(aw):
+                aw.close()
+            raise PageStopped(self.stopped)
+        task = asyncio.ensure_future(aw)
+        stop = asyncio.ensure_future(self._stop.wait())
+        try:
+            await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            task.cancel()
+            raise
+        finally:
+            stop.cancel()
+        if task.done():
+            return task.result()
+        task.cancel()
+        with contextlib.suppress(BaseException):
+            await task
+        raise PageStopped(self.stopped)
+
     async def _route(self, route: Route, request: Request) -> None:
         document = request.resource_type == "document"  # a page or a frame
+        main = document and _main_frame(request)
+        if main and request.is_navigation_request():
+            self._on_navigation(request.url)
         reason = refusal(request.url, self.policy, document=document)
         if reason is not None:
             await self._block(route, request.url, reason)
             return
         if document and urlsplit(request.url).scheme in ("http", "https"):
-            await self._load_document(route, request)
+            await self._load_document(route, request, main)
             return
         await route.continue_()
 
-    async def _load_document(self, route: Route, request: Request) -> None:
-        """Fetch a document ourselves so that a redirect's target is checked before the
-        browser follows it (Playwright routes only a redirect chain's first request)."""
+    async def _load_document(self, route: Route, request: Request, main: bool) -> None:
+        """Fetch a document ourselves, so that a redirect's target is checked before the
+        browser follows it (Playwright routes only a redirect chain's first request), and so
+        that what comes in is bounded (page_fetch.py; Playwright's ``route.fetch`` buffers a
+        whole body, however long). A main frame's document refused ends the task."""
         try:
-            response = await route.fetch(max_redirects=0, timeout=self.config.nav_timeout_s * 1000)
-        except PlaywrightError:
-            await route.continue_()  # let the browser fail it with its own error
+            doc = await self.fetcher.fetch(
+                request.method, request.url, request.headers, request.post_data_buffer
+            )
+        except PageRefused as e:
+            if main:
+                self._halt(str(e))
+            await self._block(route, request.url, e.reason)
             return
-        location = response.headers.get("location") if 300 <= response.status < 400 else None
+        location = doc.headers.get("location") if 300 <= doc.status < 400 else None
         if location:
             target = urljoin(request.url, location)
             reason = refusal(target, self.policy, document=True)
             if reason is not None:
                 await self._block(route, target, f"redirect from {request.url[:200]}: {reason}")
                 return
-        await route.fulfill(response=response)
+        with contextlib.suppress(PlaywrightError):  # the page or the task went away meanwhile
+            await route.fulfill(status=doc.status, headers=doc.headers, body=doc.body)
 
     async def _block(self, route: Route, url: str, reason: str) -> None:
         self.events.append({"type": "blocked", "url": url[:500], "reason": reason})
-        await route.abort("blockedbyclient")
+        with contextlib.suppress(PlaywrightError):
+            await route.abort("blockedbyclient")
 
     def _on_frame_navigated(self, frame) -> None:
         """A document that arrived where no document may come from (a chain of redirects
@@ -293,10 +392,17 @@ class BrowserEnv:
         if reason is not None:
             return f"navigation to {url!r} refused: {reason}"
         page = self._current_page()
+        self._begin_step()
+        # The document's own fetch gives up at nav_timeout_s, naming the page; the navigation
+        # waits a little longer so that it is the fetch's verdict, not a bare timeout, that ends it.
+        timeout_ms = (self.config.nav_timeout_s + _NAV_GRACE_S) * 1000
         try:
-            await page.goto(url, wait_until="domcontentloaded", timeout=self.config.nav_timeout_s * 1000)
+            await self._guard(page.goto(url, wait_until="domcontentloaded", timeout=timeout_ms))
+        except PageStopped as e:
+            return f"navigation to {url!r} failed: {e}"
         except PlaywrightError as e:
-            return f"navigation to {url!r} failed: {_short(e)}"
+            # A page refused by us fails in the browser as "blocked by client": say why.
+            return f"navigation to {url!r} failed: {self.stopped or _short(e)}"
         return None
 
     # ------------------------------------------------------------------ observation
@@ -326,11 +432,32 @@ class BrowserEnv:
             await page.mouse.move(x, y)
 
     async def _screenshot(self) -> Image.Image:
-        page = self._current_page()
-        if self.crashed:
-            raise RuntimeError("the page crashed")
-        data = await page.screenshot(type="png", caret="hide", timeout=self.config.action_timeout_s * 1000)
-        return Image.open(io.BytesIO(data)).convert("RGB")
+        """The viewport; :class:`ScreenshotFailed` when it cannot be taken twice (Chromium
+        answers "Unable to capture screenshot" between two documents: the second try comes
+        after the page settled), :class:`PageStopped` when the page stops the task."""
+        for attempt in (1, 2):
+            page = self._current_page()
+            if self.crashed:
+                raise RuntimeError("the page crashed")
+            try:
+                data = await self._guard(
+                    page.screenshot(type="png", caret="hide", timeout=self.config.action_timeout_s * 1000)
+                )
+                return Image.open(io.BytesIO(data)).convert("RGB")
+            except PlaywrightError as e:
+                if attempt == 2:
+                    raise ScreenshotFailed(self._screenshot_failure(page, e)) from None
+            await self._settle()
+        raise AssertionError("unreachable")
+
+    def _screenshot_failure(self, page: Page, e: BaseException) -> str:
+        doing = []
+        if self._navigations > 1:  # one is the step's own page load
+            doing.append(f"it navigated {self._navigations} times in this step")
+        if self._dialogs:
+            doing.append(f"it showed {self._dialogs} dialog(s) in this step")
+        context = f" ({'; '.join(doing)})" if doing else ""
+        return f"could not take a screenshot of {_url(page)}{context}: {_short(e)}"
 
     async def _settle(self) -> None:
         """Wait at least ``settle_s``, then until the DOM is quiet (two equal mutation counts
@@ -342,13 +469,15 @@ class BrowserEnv:
         if page is None or self.crashed:
             return
         try:
-            await page.wait_for_load_state(
-                "domcontentloaded", timeout=max(1.0, deadline - time.monotonic()) * 1000
+            await self._guard(
+                page.wait_for_load_state(
+                    "domcontentloaded", timeout=max(1.0, deadline - time.monotonic()) * 1000
+                )
             )
         except PlaywrightError:
             pass
         last = None
-        while time.monotonic() < deadline and not self.crashed:
+        while time.monotonic() < deadline and not self.crashed and self.stopped is None:
             count = await self._count()  # None mid-navigation: the old document is gone
             if count is not None and count == last:
                 return
@@ -357,7 +486,10 @@ class BrowserEnv:
 
     async def observe(self) -> Image.Image:
         """The current screen with the mouse parked at the rest point (first step; later
-        steps use :attr:`StepResult.screenshot`)."""
+        steps use :attr:`StepResult.screenshot`). Raises :class:`PageStopped` or
+        :class:`ScreenshotFailed` when there is no screen to show."""
+        if self.stopped is not None:
+            raise PageStopped(self.stopped)
         await self._park()
         await self._settle()
         probe = await self._probe_page()
@@ -367,12 +499,18 @@ class BrowserEnv:
 
     # ------------------------------------------------------------------ acting
     async def act(self, action: Action) -> StepResult:
-        """Execute ``action`` and report what it did. Never raises for page-side failures."""
+        """Execute ``action`` and report what it did. Never raises for page-side failures; a
+        page that stopped the task (:attr:`stopped`) or left no screenshot gives a result
+        without one, its error saying why."""
+        n_events = len(self.events)
         if self._shot is None or self._probe is None:
-            await self.observe()
+            try:
+                await self.observe()
+            except (PageStopped, ScreenshotFailed) as e:
+                return self._no_screen(n_events, str(e))
         shot_before, probe_obs = self._shot, self._probe
         assert shot_before is not None and probe_obs is not None
-        n_events = len(self.events)
+        self._begin_step()
         pages_before = list(self._pages)
         page_before = self.page
         start = await self._probe_page()  # the agent thought since the observation
@@ -381,10 +519,15 @@ class BrowserEnv:
         opts = ExecOptions(self.config.viewport, self.config.wait_s, self.config.nav_timeout_s)
         t0 = time.monotonic()
         try:
-            await asyncio.wait_for(
-                execute(self._current_page(), action, opts),
-                timeout=self.config.action_timeout_s + (opts.wait_s if action.type == ActionType.WAIT else 0),
+            await self._guard(
+                asyncio.wait_for(
+                    execute(self._current_page(), action, opts),
+                    timeout=self.config.action_timeout_s
+                    + (opts.wait_s if action.type == ActionType.WAIT else 0),
+                )
             )
+        except PageStopped:
+            pass  # the reason is self.stopped, reported below
         except ActionError as e:
             error = f"invalid action: {e}"
         except asyncio.TimeoutError:
@@ -397,13 +540,16 @@ class BrowserEnv:
                 await self._park()
             except PlaywrightError:
                 pass
-        await self._settle()
+        with contextlib.suppress(PageStopped):
+            await self._settle()
         events = self.events[n_events:]
         if any(e["type"] == "crash" for e in events) or self.crashed:
             self.crashed = True
             error = error or "page crashed"
             effect = Effect(changed=True, error=error)
             return StepResult(effect, None, "", error, events, crashed=True)
+        if self.stopped is not None:
+            return self._no_screen(n_events, self.stopped)
         blocked = [e for e in events if e["type"] == "blocked"]
         if blocked and error is None:
             error = f"navigation blocked: {blocked[-1]['url']} ({blocked[-1]['reason']})"
@@ -413,10 +559,11 @@ class BrowserEnv:
         after = await self._probe_page()
         try:
             shot_after = await self._screenshot()
+        except PageStopped as e:
+            return self._no_screen(n_events, str(e))
         except (PlaywrightError, RuntimeError) as e:
-            error = error or f"screenshot failed: {_short(e)}"
-            effect = Effect(changed=True, error=error)
-            return StepResult(effect, None, self.page.url if self.page else "", error, events, self.crashed)
+            failed = str(e) if isinstance(e, ScreenshotFailed) else f"screenshot failed: {_short(e)}"
+            return self._no_screen(n_events, f"{error}; {failed}" if error else failed)
         window = after.t - t0
         noise = expected_noise(start, noise_rate_probe, window)
         new_page = self.page is not page_before or any(p not in pages_before for p in self._pages)
@@ -444,7 +591,17 @@ class BrowserEnv:
         # The next step's baseline: the counter after the screenshot, the state as probed.
         self._probe = PageProbe(after.url, await self._count(), after.fingerprint, time.monotonic())
         details = {"noise": round(noise, 3), "raw_mutations": mutations, "window_s": round(window, 3)}
+        details.update(self._step_counts())
         return StepResult(effect, shot_after, after.url, error, events, False, details)
+
+    def _step_counts(self) -> dict:
+        return {"dialogs": self._dialogs, "navigations": self._navigations}
+
+    def _no_screen(self, n_events: int, error: str) -> StepResult:
+        """A step that leaves no screen to show: the episode ends with ``error``."""
+        effect = Effect(changed=True, error=error)
+        url = self.page.url if self.page else ""
+        return StepResult(effect, None, url, error, self.events[n_events:], self.crashed, self._step_counts())
 
     async def evaluate(self, script: str, arg=None):
         """Run one of *our* scripts in the page (task setup and reward reading); never a string
@@ -456,6 +613,7 @@ class BrowserEnv:
             await self.context.close()
         except PlaywrightError:
             pass
+        await self.fetcher.aclose()
 
 
 async def _blank(frame) -> None:
@@ -463,6 +621,20 @@ async def _blank(frame) -> None:
         await frame.goto("about:blank")
     except PlaywrightError:
         pass  # the frame went away or navigated on: nothing left to replace
+
+
+_NAV_GRACE_S = 5.0
+
+
+def _main_frame(request: Request) -> bool:
+    try:
+        return request.frame.parent_frame is None
+    except PlaywrightError:  # a service worker's request belongs to no frame
+        return False
+
+
+def _url(page: Page | None) -> str:
+    return page.url[:300] if page is not None else "(no page)"
 
 
 def _short(e: BaseException, limit: int = 300) -> str:
