@@ -58,6 +58,18 @@ def _viewport(text: str) -> tuple[int, int]:
     return w, h
 
 
+def _page_bytes(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--max-page-bytes must be a whole number of bytes, got {text!r}"
+        ) from None
+    if n < 1024:
+        raise argparse.ArgumentTypeError(f"--max-page-bytes must be at least 1024, got {n}")
+    return n
+
+
 def default_viewport(agent: str) -> tuple[int, int]:
     """The agent's own browser window (its ``viewport`` fact: the paper's 2240x1260 for
     Qwen2.5-VL and the families fine-tuned from Qwen, 1440x1440 for UI-TARS). Raises ValueError
@@ -160,7 +172,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--dialogs",
         choices=("accept", "dismiss"),
         default="accept",
-        help="what to do with JavaScript alert/confirm/prompt dialogs (always recorded; default accept)",
+        help="what to do with JavaScript alert/confirm/prompt dialogs (always recorded; default accept; "
+        "more than 20 in one step are a dialog loop and end the task)",
+    )
+    g.add_argument(
+        "--max-page-bytes",
+        type=_page_bytes,
+        metavar="N",
+        help="the largest page or frame document let in, in bytes after decompression (default 32 MiB); "
+        "a page over it, or still arriving at the 30 s navigation timeout, ends its task with an error "
+        "naming it (a page that never ends, a download a click starts)",
     )
     g.add_argument(
         "--observation",
@@ -404,7 +425,11 @@ def run_main(argv: list[str]) -> int:
         task_zoom=task_zoom,
         allow_domains=tuple(args.allow_domain),
         progress=not args.no_progress,
-        env_overrides={"dialogs": args.dialogs, "deny_hosts": model_origins(args.base_urls or [])},
+        env_overrides={
+            "dialogs": args.dialogs,
+            "deny_hosts": model_origins(args.base_urls or []),
+            **({"max_page_bytes": args.max_page_bytes} if args.max_page_bytes else {}),
+        },
         observation=args.observation,
         a11y_phases=phases,
         read_tree=reads_tree(args, rf_config),
