@@ -71,6 +71,22 @@ def _takes_second(name: str) -> bool:
     return "second" in inspect.signature(STRATEGIES[name].factory).parameters
 
 
+def perception_options(name: str, model: GroundingModel) -> dict[str, Any]:
+    """What a strategy that reads the screen itself gets from the adapters: ``hints`` (OCR lines
+    and detected UI elements, ``adapters/perception/hints.py``; GUI-Lens's evidence lists) and
+    ``coords="normalized"`` for a family that writes 0-1000 (its adapter's ``frame``).
+    {} for every other strategy; explicit options win over these."""
+    params = inspect.signature(STRATEGIES[name].factory).parameters
+    out: dict[str, Any] = {}
+    if "hints" in params:
+        from regionfocus.adapters.perception.hints import shared_hints
+
+        out["hints"] = shared_hints()
+    if "coords" in params and getattr(model, "frame", None) == "relative":
+        out["coords"] = "normalized"
+    return out
+
+
 def fit_to_model(
     names: Sequence[str], model: GroundingModel, *, every: bool = False
 ) -> tuple[tuple[str, ...], dict[str, str]]:
@@ -107,7 +123,9 @@ async def run_peers(
     peers = [n for n in names if n != REGIONFOCUS]
     results = await asyncio.gather(
         *(
-            get_strategy(n, **(options or {}).get(n, {})).run(model, image, instruction, pred.baseline)
+            get_strategy(n, **{**perception_options(n, model), **(options or {}).get(n, {})}).run(
+                model, image, instruction, pred.baseline
+            )
             for n in peers
         ),
         return_exceptions=True,

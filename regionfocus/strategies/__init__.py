@@ -17,6 +17,7 @@ from .chain_of_ground import ChainOfGround
 from .compose import MapChoice, Triggered, choose_on_map
 from .dimo import DiMoGUI
 from .focusing import IterativeFocusing
+from .gui_lens import GuiLens
 from .gui_rc import GuiRC
 from .mega_gui import MegaGuiZoom
 from .mvp import MVP, MVPGrid
@@ -80,6 +81,7 @@ STRATEGIES: dict[str, StrategyInfo] = {
             MVP,
             MVPGrid,
             ZoomConsistencyRouter,
+            GuiLens,
         ),
     )
 }
@@ -110,6 +112,7 @@ __all__ = [
     "STRATEGIES",
     "ChainOfGround",
     "DiMoGUI",
+    "GuiLens",
     "GuiRC",
     "IterativeFocusing",
     "IterativeNarrowing",
