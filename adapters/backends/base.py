@@ -8,7 +8,8 @@ the size its model sees; a backend encodes it for transport (HTTP) or hands it t
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import contextlib
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -35,6 +36,31 @@ class ReplyTooLarge(Exception):
     def __init__(self, limit: int) -> None:
         super().__init__(f"reply larger than {limit} bytes after decompression (--max-reply-bytes)")
         self.limit = limit
+
+
+def reply_cap(limit: int) -> Callable[[Any], Any]:
+    """A "response" event hook for an httpx (or httpx2) async client, which runs before the body
+    is read: every reader of that body (an SDK reads answers and error pages alike through
+    ``aiter_bytes``) counts its decoded bytes and raises :class:`ReplyTooLarge` past ``limit``.
+    httpx decodes gzip, deflate, brotli and zstd in pieces of at most 1 MiB, so a body that
+    inflates to gigabytes costs the limit plus one piece. Usage:
+    ``AsyncClient(event_hooks={"response": [reply_cap(n)]})``, passed to the provider's SDK."""
+
+    async def hook(response: Any) -> None:
+        read = response.aiter_bytes
+
+        async def counted(chunk_size: int | None = None):
+            total = 0
+            async with contextlib.aclosing(read(chunk_size)) as chunks:
+                async for chunk in chunks:
+                    total += len(chunk)
+                    if total > limit:
+                        raise ReplyTooLarge(limit)
+                    yield chunk
+
+        response.aiter_bytes = counted  # this response's readers only
+
+    return hook
 
 
 def finished_text(

@@ -13,7 +13,6 @@ and ``max_tokens`` explicitly.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import logging
 import math
@@ -30,7 +29,7 @@ from typing import Any
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 from regionfocus.adapters.backends import body_json
-from regionfocus.adapters.backends.base import MAX_REPLY_BYTES, ChatResponse, Message, ReplyTooLarge
+from regionfocus.adapters.backends.base import MAX_REPLY_BYTES, ChatResponse, Message, reply_cap
 from regionfocus.adapters.backends.encoding import ImageEncoder, LocalFiles
 from regionfocus.adapters.backends.openai_replies import (
     MAX_RETRY_AFTER_S,
@@ -113,13 +112,14 @@ class OpenAIBackend:
     seconds plus jitter, or the server's Retry-After on 429. ``image_format``: png (lossless,
     default), jpeg or webp at ``image_quality``. ``extra_body``: sent with every request (e.g.
     vLLM's ``{"top_k": 1}``). ``max_reply_bytes``: the most a reply's body (an answer or an error
-    page) may hold after decompression; past it the attempt fails (:class:`ReplyTooLarge`,
-    retried like a malformed body), counted as it is read, never buffered first.
+    page) may hold after decompression; past it the attempt fails
+    (:class:`~regionfocus.adapters.backends.base.ReplyTooLarge`, retried like a malformed body),
+    counted as it is read, never buffered first.
 
     A reply is an answer only when the model finished it (``finish_reason`` ``stop`` or
-    ``tool_calls``) and it holds text or a tool call: a cut or empty reply is a failed attempt
-    (:class:`~regionfocus.adapters.backends.base.UnfinishedReply`), retried like a malformed one,
-    then a :class:`BackendError`.
+    ``tool_calls``) and it holds text or a tool call: a cut reply, or ``content: null``, is a
+    failed attempt (:class:`~regionfocus.adapters.backends.base.UnfinishedReply`), retried like a
+    malformed one, then a :class:`BackendError`.
 
     ``local_media_dir`` (or :meth:`use_local_media`): the local transport, for a client on the
     server's machine. Each image is written once under that folder (``local_format`` bmp:
@@ -437,28 +437,12 @@ class OpenAIBackend:
                     timeout=self.timeout,
                     default_headers={"Authorization": endpoint.auth} if endpoint.auth else None,
                     # The SDK's own client (its limits, redirects, proxies from the environment)
-                    # with the reply cap hooked in.
-                    http_client=DefaultAsyncHttpxClient(event_hooks={"response": [self._cap_reply]}),
+                    # with the reply cap hooked in: a body is counted as httpx decodes it.
+                    http_client=DefaultAsyncHttpxClient(
+                        event_hooks={"response": [reply_cap(self.max_reply_bytes)]}
+                    ),
                 )
         return self._semaphore
-
-    async def _cap_reply(self, response: Any) -> None:
-        """httpx's response hook, run before the body is read: every reader of the body (the
-        SDK reads answers and error pages alike through ``aiter_bytes``) counts its decoded
-        bytes and stops past :attr:`max_reply_bytes`. httpx decodes in pieces of at most 1 MiB,
-        so a gzip body that inflates to gigabytes costs the cap plus one piece."""
-        limit, read = self.max_reply_bytes, response.aiter_bytes
-
-        async def counted(chunk_size: int | None = None):
-            total = 0
-            async with contextlib.aclosing(read(chunk_size)) as chunks:
-                async for chunk in chunks:
-                    total += len(chunk)
-                    if total > limit:
-                        raise ReplyTooLarge(limit)
-                    yield chunk
-
-        response.aiter_bytes = counted
 
     def _pick(self) -> _Endpoint:
         """The endpoint with the fewest requests in flight; ties go round-robin."""
