@@ -9,7 +9,7 @@ import json
 import re
 import sys
 
-from regionfocus.adapters.registry import families, get_adapter, served_families
+from regionfocus.adapters.registry import facts, families, family_class, get_adapter, served_families
 from regionfocus.adapters.serving import default_local_media_dir, serve_command
 
 
@@ -51,7 +51,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     show.add_argument("--size", type=_size, default=(3840, 2160), metavar="WxH", help="screenshot size")
     show.add_argument("--instruction", default="open the Layers panel", help="the instruction or task")
-    show.add_argument("--model", default="MODEL", help="model name put in the body (default MODEL)")
+    show.add_argument(
+        "--model",
+        default=None,
+        help="model name put in the body (default MODEL; for claude, gemini and openai the family's "
+        "default model, whose image rule sets the size shown)",
+    )
+    show.add_argument(
+        "--request-format",
+        choices=("prompt", "computer-use"),
+        default="prompt",
+        help="claude, gemini, openai: the plain grounding prompt or the provider's computer-use tool",
+    )
+    show.add_argument("--image-detail", default=None, metavar="LEVEL", help="openai: the image detail level")
     sp = sub.add_parser("serve-command", help="print the recommended `vllm serve` line for a family")
     sp.add_argument("--model", required=True, choices=served_families(), help="model family")
     sp.add_argument(
@@ -89,10 +101,13 @@ SHOW_KINDS = ("grounding", "agent", "zoomed", "focal", "judge", "choose", "regio
 class _Capture:
     """A backend that records the body a real OpenAI-compatible request would carry."""
 
-    def __init__(self, model: str):
+    def __init__(self, model: str, backend=None):
         from regionfocus.adapters.backends.openai_http import OpenAIBackend
 
-        self.http = OpenAIBackend(["http://127.0.0.1:8000/v1"], model)
+        # A hosted family's backend builds its provider's request (never sending it).
+        self.http = backend or OpenAIBackend(["http://127.0.0.1:8000/v1"], model)
+        self.model = model
+        self.detail = getattr(backend, "detail", None)
         self.bodies: list[dict] = []
 
     async def complete(self, messages, **options):
@@ -106,29 +121,65 @@ class _Capture:
 
 
 def _abbreviate(value):
-    """The body with each data URL shortened to its media type and size."""
+    """The body with each image (a data URL, or a provider's base64 ``data`` field) shortened to
+    its byte count and the pixel size it travels at: the size the model sees."""
     if isinstance(value, dict):
-        return {k: _abbreviate(v) for k, v in value.items()}
+        return {k: _abbreviate_data(v) if k == "data" else _abbreviate(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_abbreviate(v) for v in value]
     if isinstance(value, str) and value.startswith("data:image/"):
         head, _, data = value.partition(",")
-        return f"{head},<{len(data) * 3 // 4} bytes>"
+        return f"{head},{_image_note(data)}"
     return value
 
 
+def _abbreviate_data(value):
+    return _image_note(value) if isinstance(value, str) and len(value) > 64 else _abbreviate(value)
+
+
+def _image_note(data: str) -> str:
+    import base64
+    import io
+
+    from PIL import Image
+
+    try:
+        w, h = Image.open(io.BytesIO(base64.b64decode(data[:4096] + "=" * (-len(data[:4096]) % 4)))).size
+    except Exception:  # noqa: BLE001 - not an image: its length is what matters
+        return f"<{len(data) * 3 // 4} bytes>"
+    return f"<{len(data) * 3 // 4} bytes, {w}x{h} px>"
+
+
 async def show_prompt(
-    agent: str, kind: str, size: tuple[int, int], instruction: str, model: str
+    agent: str,
+    kind: str,
+    size: tuple[int, int],
+    instruction: str,
+    model: str | None,
+    request_format: str = "prompt",
+    detail: str | None = None,
 ) -> list[dict]:
-    """The request bodies ``agent`` sends for one ``kind`` of request on a blank screenshot."""
+    """The request bodies ``agent`` sends for one ``kind`` of request on a blank screenshot. A
+    hosted family's body is what its provider's SDK is called with."""
     from PIL import Image
 
     from regionfocus.actions import Action, ActionType
     from regionfocus.geometry import Point
     from regionfocus.model import Avoid, Option, Query, Turn
 
-    capture = _Capture(model)
-    adapter = get_adapter(agent, backend=capture)
+    hosted = facts(agent).provider
+    if hosted:
+        import importlib
+
+        cls = family_class(agent)
+        module, _, attr = cls.backend_class.partition(":")
+        model = model or cls.default_model
+        backend = getattr(importlib.import_module(module), attr)(model, detail=detail)
+        capture = _Capture(model, backend)
+        adapter = get_adapter(agent, backend=capture, request=request_format, detail=detail)
+    else:
+        capture = _Capture(model or "MODEL")
+        adapter = get_adapter(agent, backend=capture)
     shot = Image.new("RGB", size, (240, 240, 240))
     w, h = size
     query = Query(instruction)
@@ -168,7 +219,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "show-prompt":
         import asyncio
 
-        bodies = asyncio.run(show_prompt(args.agent, args.kind, args.size, args.instruction, args.model))
+        bodies = asyncio.run(
+            show_prompt(
+                args.agent,
+                args.kind,
+                args.size,
+                args.instruction,
+                args.model,
+                args.request_format,
+                args.image_detail,
+            )
+        )
         print(json.dumps(bodies[0] if len(bodies) == 1 else bodies, indent=2, ensure_ascii=False))
         return 0
     text = sys.stdin.read() if args.text == ["-"] else " ".join(args.text)

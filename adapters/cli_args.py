@@ -63,9 +63,11 @@ def add_agent_arguments(parser: argparse.ArgumentParser, default_agent: str = "o
     )
     g.add_argument(
         "--api-key-env",
-        default="OPENAI_API_KEY",
+        default=None,
         metavar="VAR",
-        help="environment variable holding the API key (never logged)",
+        help="environment variable holding the API key (never logged; default: the provider's own for "
+        "claude, gemini and openai, ANTHROPIC_API_KEY, GEMINI_API_KEY or GOOGLE_API_KEY, OPENAI_API_KEY; "
+        "OPENAI_API_KEY for a server)",
     )
     g.add_argument(
         "--timeout",
@@ -104,6 +106,21 @@ def add_agent_arguments(parser: argparse.ArgumentParser, default_agent: str = "o
     )
     g.add_argument(
         "--image-quality", type=int, default=95, metavar="Q", help="jpeg/webp quality (default 95)"
+    )
+    g.add_argument(
+        "--request-format",
+        choices=("prompt", "computer-use"),
+        default="prompt",
+        help="claude, gemini, openai: the plain grounding prompt (default) or the provider's computer-use "
+        "tool, for models that have one (adapters/families/prompts/hosted/models.json)",
+    )
+    g.add_argument(
+        "--image-detail",
+        choices=("high", "low", "original"),
+        default=None,
+        metavar="LEVEL",
+        help="openai: the input_image detail level, which sets the size the model sees (default high; "
+        "original for GPT-5.4 and later)",
     )
     g.add_argument(
         "--ocr-budget",
@@ -148,6 +165,9 @@ def build_model(args: argparse.Namespace, concurrency: int = 1, coat=None) -> Gr
         return get_adapter("ocr", **opts)
     if runs_locally(args.agent):
         return get_adapter(args.agent)
+    hosted = _facts(args.agent)
+    if hosted is not None and hosted.provider and args.backend != "hf":
+        return _hosted_model(args, concurrency, coat)
     if args.backend == "hf":
         if not args.model or not os.path.isdir(args.model):
             raise ValueError(
@@ -169,7 +189,7 @@ def build_model(args: argparse.Namespace, concurrency: int = 1, coat=None) -> Gr
         backend = OpenAIBackend(
             base_urls=args.base_urls,
             model=args.model,
-            api_key_env=args.api_key_env,
+            api_key_env=args.api_key_env or "OPENAI_API_KEY",
             timeout=args.timeout,
             max_reply_bytes=getattr(args, "max_reply_bytes", MAX_REPLY_BYTES),
             max_in_flight=args.max_in_flight or max(8, concurrency * 6),
@@ -183,6 +203,36 @@ def build_model(args: argparse.Namespace, concurrency: int = 1, coat=None) -> Gr
         from regionfocus.adapters.reasoning.coat_model import CoatModel
 
         model = CoatModel(model, coat)
+    return model
+
+
+def _hosted_model(args: argparse.Namespace, concurrency: int, coat) -> GroundingModel:
+    """A hosted family (claude, gemini, openai) over its provider's SDK: --base-url optional (the
+    provider's host by default), one of it at most."""
+    from regionfocus.adapters.families.hosted import build_hosted
+
+    urls = args.base_urls or []
+    if len(urls) > 1:
+        raise ValueError(
+            f"--agent {args.agent} takes one --base-url (the provider's host or a gateway), got {len(urls)}"
+        )
+    model = build_hosted(
+        args.agent,
+        model=args.model,
+        base_url=urls[0] if urls else None,
+        api_key_env=args.api_key_env,
+        timeout=args.timeout,
+        max_in_flight=args.max_in_flight or max(4, concurrency * 2),
+        image_format=args.image_format,
+        image_quality=args.image_quality,
+        temperature=args.temperature,
+        request=getattr(args, "request_format", "prompt"),
+        detail=getattr(args, "image_detail", None),
+    )
+    if coat is not None:
+        from regionfocus.adapters.reasoning.coat_model import CoatModel
+
+        return CoatModel(model, coat)
     return model
 
 
@@ -237,6 +287,9 @@ def request_identity(model: GroundingModel) -> dict:
         out["resize"] = [resize.factor, resize.min_pixels, resize.max_pixels]
     if getattr(inner, "max_tokens", None) is not None:
         out["max_tokens"] = inner.max_tokens
+    facts = getattr(inner, "request_facts", None)  # a hosted family: provider, format, image rule
+    if callable(facts):
+        out.update(facts())
     backend = getattr(inner, "backend", None)
     encoder = getattr(backend, "encoder", None)
     if encoder is not None:

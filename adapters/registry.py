@@ -37,6 +37,10 @@ FAMILIES: dict[str, str] = {
     "ui-venus-1.5": "regionfocus.adapters.families.grounders:UiVenus15Adapter",
     "holo2": "regionfocus.adapters.families.grounders:Holo2Adapter",
     "gta1": "regionfocus.adapters.families.grounders:Gta1Adapter",
+    # Hosted: each through its provider's SDK and API (families/hosted.py), no server to start.
+    "claude": "regionfocus.adapters.families.hosted:ClaudeAdapter",
+    "gemini": "regionfocus.adapters.families.hosted:GeminiAdapter",
+    "openai": "regionfocus.adapters.families.hosted:OpenAIAdapter",
 }
 # Agents with no VLM of their own: name -> ("module:Class", facts their classes do not state).
 AGENTS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -65,6 +69,9 @@ class Facts:
     reads_pixels: bool = True
     # A model family with a prompt, a frame and a resize (`parse`, `show-prompt` apply).
     is_family: bool = False
+    # The hosted provider whose SDK and API serve it ("anthropic", "gemini", "openai"); None: an
+    # OpenAI-compatible server (--base-url) or this process.
+    provider: str | None = None
 
 
 class _Entry:

@@ -25,6 +25,8 @@ EXTRAS = {
     "torch": "hf",
     "segment_anything": "sam",
     "torchvision": "sam",
+    "anthropic": "hosted",
+    "google": "hosted",  # google-genai installs google.genai
 }
 
 USAGE = """usage: regionfocus COMMAND [options]

@@ -307,13 +307,18 @@ class VlmAdapter(RoundRequests):
         return f"Candidate {option.number}: " + " ".join(parts)
 
     # ---- the requests
+    def resize_image(self, image: Image.Image) -> Resized:
+        """``image`` at :meth:`input_size`, RGB, with its per-axis scale: the family's resize
+        (smart_resize here; a hosted family shrinks by its provider's rule)."""
+        return resize_for_model(image, self.resize.factor, self.resize.min_pixels, self.resize.max_pixels)
+
     def _resize_cached(self, image: Image.Image) -> Resized:
         with self._resized_lock:
             hit = self._resized.get(id(image))
             if hit is not None and hit[0]() is image and hit[1].image.size == self.input_size(image.size):
                 self._resized.move_to_end(id(image))
                 return hit[1]
-        r = resize_for_model(image, self.resize.factor, self.resize.min_pixels, self.resize.max_pixels)
+        r = self.resize_image(image)
         if r.image is image:  # already the model's size: nothing to keep (it would keep the image alive)
             return r
         key = id(image)

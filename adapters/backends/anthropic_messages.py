@@ -1,0 +1,123 @@
+"""Claude through the Anthropic Messages API and the official ``anthropic`` SDK.
+
+``base_url`` is the host, as the SDK takes it (it posts to ``{base_url}/v1/messages``); the key
+comes from ``ANTHROPIC_API_KEY``. The SDK retries 408/409/429/5xx, Anthropic's 529 overloaded
+included, waiting out ``retry-after`` when the answer carries one (``max_retries``). A reply
+is an answer when Claude ended it itself (``stop_reason`` ``end_turn``, ``tool_use`` or
+``stop_sequence``); ``max_tokens``, ``refusal``, ``pause_turn`` and the rest are failed attempts.
+
+Our messages become the API's: a system message goes to ``system``, an image part to a base64
+``image`` block. A computer-use request passes ``tools`` (and ``betas``, which routes it to
+the beta endpoint the tool needs). Claude's ``tool_use`` blocks come back as text the Claude
+adapter reads: ``<tool_use name="computer">{"action": "left_click", "coordinate": [x, y]}</tool_use>``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from regionfocus.adapters.backends.base import Message, finished_text
+from regionfocus.adapters.backends.hosted_base import HostedBackend, Wire, parts_of
+
+# Claude ended the reply itself: its turn is over, it called a tool, or it wrote a stop string.
+FINISHED = frozenset({"end_turn", "tool_use", "stop_sequence"})
+
+
+def render_tool_use(name: str, arguments: Any) -> str:
+    """A tool call as the text the Claude adapter parses."""
+    return f'<tool_use name="{name}">{json.dumps(arguments, ensure_ascii=False)}</tool_use>'
+
+
+class AnthropicBackend(HostedBackend):
+    """:class:`~regionfocus.adapters.backends.base.ChatBackend` over Anthropic's Messages API.
+    Extra ``complete`` options: ``tools`` (tool definitions), ``betas`` (beta flags)."""
+
+    provider = "anthropic"
+    sdk_module = "anthropic"
+    default_key_env = ("ANTHROPIC_API_KEY",)
+    default_base_url = "https://api.anthropic.com"
+
+    def make_client(self) -> Any:
+        from anthropic import AsyncAnthropic
+
+        return AsyncAnthropic(
+            api_key=self.api_key(),
+            base_url=self.base_url,  # None: the SDK's default host
+            max_retries=self.max_retries,
+            timeout=self.timeout,
+        )
+
+    def build(self, messages: Sequence[Message], options: dict[str, Any]) -> Wire:
+        options = dict(options)
+        wire = Wire({})
+        system: list[dict[str, Any]] = []
+        turns: list[dict[str, Any]] = []
+        for i, message in enumerate(messages):
+            role = message.get("role")
+            blocks: list[dict[str, Any]] = []
+            for j, part in enumerate(parts_of(message)):
+                kind = part.get("type")
+                if kind == "text":
+                    blocks.append({"type": "text", "text": part["text"]})
+                elif kind == "image":
+                    blob = self.blob(part["image"], wire)
+                    source = {"type": "base64", "media_type": blob.media_type, "data": blob.data}
+                    blocks.append({"type": "image", "source": source})
+                else:
+                    raise ValueError(f"message {i} part {j}: unsupported part type {kind!r}")
+            if role == "system":
+                if any(b["type"] != "text" for b in blocks):
+                    raise ValueError(f"message {i}: a system message holds text only")
+                system.extend(blocks)
+            elif role in ("user", "assistant"):
+                turns.append({"role": role, "content": blocks})
+            else:
+                raise ValueError(f"message {i}: unsupported role {role!r}")
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": int(options.pop("max_tokens", 512)),
+            "messages": turns,
+        }
+        # The Messages API takes no sampling parameters any more (the SDK's create has none):
+        # the rules say so for every Claude model, and a rule that allowed one would send it.
+        temperature = options.pop("temperature", None)
+        if temperature is not None and self.rule.temperature:
+            kwargs["extra_body"] = {"temperature": float(temperature)}
+        if system:
+            kwargs["system"] = system
+        for name in ("tools", "betas", "tool_choice", "stop_sequences"):
+            if options.get(name) is not None:
+                kwargs[name] = options.pop(name)
+        wire.kwargs = kwargs
+        return wire
+
+    async def call(self, client: Any, kwargs: dict[str, Any]) -> Any:
+        if kwargs.get("betas"):
+            return await client.beta.messages.create(**kwargs)
+        return await client.messages.create(**kwargs)
+
+    def read(self, reply: Any) -> tuple[str, dict[str, Any]]:
+        pieces: list[str] = []
+        for block in getattr(reply, "content", None) or []:
+            kind = getattr(block, "type", None)
+            if kind == "text":
+                pieces.append(block.text or "")
+            elif kind == "tool_use":
+                pieces.append(render_tool_use(block.name, block.input))
+        text = finished_text(
+            "\n".join(pieces) if pieces else None, getattr(reply, "stop_reason", None), FINISHED, "Anthropic"
+        )
+        usage = getattr(reply, "usage", None)
+        fresh = getattr(usage, "input_tokens", None)
+        read = getattr(usage, "cache_read_input_tokens", None) or 0
+        written = getattr(usage, "cache_creation_input_tokens", None) or 0
+        return text, {
+            # input_tokens counts what came neither from nor into the cache: the whole input is
+            # all three (a cache write bills as plain input, a read at its own rate).
+            "prompt_tokens": None if fresh is None else fresh + read + written,
+            "cached_tokens": read if fresh is not None else None,
+            "completion_tokens": getattr(usage, "output_tokens", None),
+            "model": getattr(reply, "model", None) or self.model,
+        }
