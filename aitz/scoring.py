@@ -7,9 +7,10 @@ Matching (per step, the prediction against the gold action):
   one UI box enlarged by 1.4 of its height and width (``_resize_annotation_bounding_boxes``:
   top and left move out by 0.7 of the size, clamped at the screen's edge, and the box keeps
   its full 2.4x size, so a clamped box reaches further down or right), or within 0.14 of the
-  screen of each other (relative coordinates); predicted as a box (the CoAT evaluator's rule):
-  the gold point inside the box enlarged 1.2x, or the box overlapping (IoU > 0.5) a
-  1.2x-enlarged UI box that holds the gold point;
+  screen of each other (relative coordinates); predicted as a box (the CoAT evaluator's rule,
+  in its whole pixels: the gold point truncated, the box's corners rounded): the gold point
+  inside the box enlarged 1.2x, or the box overlapping (IoU > 0.5) a 1.2x-enlarged UI box
+  that holds the gold point;
 - SCROLL: the same direction, named as the finger moves (AITZ "scroll up" = a swipe from bottom
   to top, which reveals content below; :func:`from_action` converts a mouse-wheel direction);
 - TYPE: one text contains the other, or their Levenshtein ratio (indel-normalised, as the
@@ -130,7 +131,14 @@ def match_step(
             rel = math.hypot((p.x - g.x) / w, (p.y - g.y) / h)
             return True, rel <= TAP_DISTANCE
         if pred.box is not None:
-            box = _scale(pred.box, PRED_BOX_SCALE)
+            # The CoAT evaluator's pixels (coat/evaluate.py at 9ab1a9f): the gold point truncated,
+            # int(rel * size) (line 86), the predicted box's corners rounded (lines 50-53). AITW's
+            # tap rule above compares relative coordinates and keeps the touch point exact.
+            g = Point(float(int(g.x)), float(int(g.y)))
+            pb = pred.box
+            box = _scale(
+                Box(round(pb.left), round(pb.top), round(pb.right), round(pb.bottom)), PRED_BOX_SCALE
+            )
             if box.contains(g):
                 return True, True
             holders = [_scale(b, PRED_BOX_SCALE) for b in step.ui_boxes]

@@ -311,8 +311,8 @@ def reference_verdict(pair: Pair, origin: bool) -> tuple[bool, bool]:
     boxes = json.loads(pair.raw["ui_positions"])
     if p.type == "click":
         gx, gy = (0.0, 0.0) if origin else (gold["touch"][1] * w, gold["touch"][0] * h)
-        if p.box is not None:
-            return True, _box_click(p.box.to_list(), (gx, gy), boxes)
+        if p.box is not None:  # evaluate.py's whole pixels: int(rel * size), its line 86
+            return True, _box_click(p.box.to_list(), (int(gx), int(gy)), boxes)
         rel = [[t / h, lft / w, bh / h, bw / w] for t, lft, bh, bw in boxes]
         return True, _aitw_tap((gy / h, gx / w), (p.point.y / h, p.point.x / w), rel)
     if p.type == "scroll":
@@ -397,7 +397,8 @@ class Upstream:
             touch = json.loads(raw["result_touch_yx"])
             nodes = [{"bounds": [x, y, x + bw, y + bh]} for y, x, bh, bw in gt["ui_positions"]]
             bbox = [round(v) for v in (b.left, b.top, b.right, b.bottom)]
-            return True, bool(self.ev._check_click_(bbox, [touch[1] * w, touch[0] * h], nodes))
+            gold = [int(touch[1] * w), int(touch[0] * h)]  # as evaluate.py line 86 sets a gold point
+            return True, bool(self.ev._check_click_(bbox, gold, nodes))
         return bool(out["type_match"]), bool(out["exact_match"])
 
 

@@ -195,6 +195,31 @@ def test_click_gold_is_the_touch_point_not_the_lift(tmp_path):
     assert not _hit(st, 88, 306)  # 0.146 from the touch point
 
 
+def test_box_rule_is_in_the_evaluators_whole_pixels(tmp_path):
+    """Issue 32 item 7. The CoAT evaluator (coat/evaluate.py at 9ab1a9f) places a gold point at
+    ``int(rel_x * w), int(rel_y * h)`` (line 86) and rounds a predicted box to whole pixels
+    (lines 50-53) before enlarging it 1.2x about its centre (screen_utils.enlarge_bbox). The
+    official data example's click (IMNearth/CoAT data-example at 033bbe2,
+    GOOGLE_APPS-523638528775825151 step 2, a 270x600 screenshot, touch [0.49836..., 0.60697...])
+    is at (163.88, 299.02) unrounded; the evaluator puts it at (163, 299)."""
+    touch = [0.49836206436157227, 0.6069772839546204]
+    raw = _step("X", 2, 4, 4, result_touch_yx=json.dumps(touch), result_lift_yx=json.dumps(touch))
+    raw.update(ui_positions=json.dumps([[500, 10, 40, 60]]), image_size=[270, 600])
+    (tmp_path / "x.json").write_text(json.dumps([raw]))
+    st = load_aitz(tmp_path / "x.json")[0].steps[0]
+    assert (int(st.gold.point.x), int(st.gold.point.y)) == (163, 299)
+    # Enlarged 1.2x, (100, 280)-(158, 320) reaches x = 1.1 * 158 - 0.1 * 100 = 163.8: the
+    # evaluator's gold (163) is inside, the unrounded touch (163.88) is not.
+    assert match_step(st, Prediction("click", box=Box(100, 280, 158, 320))) == (True, True)
+    # A box edge given off the pixel grid is rounded first, as the evaluator rounds its parse:
+    # 157.6 -> 158 reaches 163.8 (unrounded it would reach 163.36, still inside); 157.4 -> 157
+    # reaches 162.7, outside.
+    assert match_step(st, Prediction("click", box=Box(100, 280, 157.6, 320)))[1] is True
+    assert match_step(st, Prediction("click", box=Box(100, 280, 157.4, 320)))[1] is False
+    # AITW's tap rule keeps relative coordinates: the point rule is unchanged.
+    assert st.gold.point.x == pytest.approx(touch[1] * 270)
+
+
 def test_box_enlargement_clamped_at_the_top_and_left_keeps_its_size(tmp_path):
     # y 10-50: grown by 0.7 of 40 up (stops at 0) and to 2.4x = 96 high, so y in [0, 96];
     # centred it would end at 78.
