@@ -132,13 +132,21 @@ def test_parse_hostile_prints_every_parser_and_the_wrapped_package(capsys):
 
 
 def _records(folder, rows) -> None:
-    """A run folder as the CLI leaves it: records.jsonl lines (a resumed episode's last line wins)."""
+    """A run folder as the CLI leaves it: records.jsonl lines (an episode that ended in an error,
+    rerun by --retry-errors: its last line wins)."""
     import json
 
     folder.mkdir()
     keys = ("web_name", "seed", "success", "ended", "steps", "wall_s")
     lines = [
-        json.dumps({"id": f"{r[0]}--{r[1]}", "status": "ok", **dict(zip(keys, r, strict=True))}) for r in rows
+        json.dumps(
+            {
+                "id": f"{r[0]}--{r[1]}",
+                "status": "error" if r[3] == "error" else "ok",
+                **dict(zip(keys, r, strict=True)),
+            }
+        )
+        for r in rows
     ]
     (folder / "records.jsonl").write_text("\n".join(lines) + "\n")
 
@@ -152,7 +160,7 @@ def test_miniwob_families_tables_from_run_folders(tmp_path, capsys):
     assert set(miniwob_families.KIND.values()) == set(miniwob_families.KINDS)
     _records(
         tmp_path / "before-a11y-rf",
-        [("click-button", 0, True, "done", 1, 2.0), ("click-button", 1, False, "max-steps", 10, 9.0),
+        [("click-button", 0, True, "done", 1, 2.0), ("click-button", 1, False, "error", 10, 9.0),
          ("click-button", 1, True, "done", 2, 3.0), ("click-button", 2, True, "done", 1, 1.0),
          ("enter-text", 0, False, "no-action", 3, 4.0), ("focus-text", 0, True, "done", 1, 1.0)],
     )  # fmt: skip
