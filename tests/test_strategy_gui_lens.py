@@ -605,20 +605,24 @@ def test_the_grounding_review_replaces_a_rejected_click_from_the_next_wider_crop
     assert review["action"] == "replace" and TARGET.contains(res.point)
 
 
-def test_the_grounding_gate_widens_when_the_proposed_crop_holds_no_target():
+def test_the_grounding_gate_widens_and_a_refused_request_is_not_asked_again():
     model = Grounder()
     real = model.act
 
-    async def act(image, query, *, zoomed=False):  # the proposed crops never show it
-        if len(model.asked) < 6:
+    async def act(image, query, *, zoomed=False):  # the first proposed crop does not show it
+        if "act" not in model.asked:
             model.asked.append("act")
             return ModelReply("no match")
         return await real(image, query, zoomed=zoomed)
 
     model.act = act
-    res = run(GuiLens(config=replace(PRESETS["sspro_stack_zoom"], rounds=3)), model)
+    res = run(GuiLens(), model)
     gates = [s["gate"]["action"] for s in res.steps if s.get("stage") == "crop"]
-    assert gates == ["reject", "reject", "reject"] and crops(res) == []
+    assert gates == ["reject"] and crops(res) == []
+    # Widened back to the whole screenshot, round 2 would send round 1's request again: a
+    # deterministic model would answer it the same, so the loop ends and the click follows.
+    assert model.asked == ["box", "act", "act", "judge"]
+    assert any("already refused" in n for n in res.notes)
     assert TARGET.contains(res.point)
 
 
@@ -638,3 +642,123 @@ def test_registered_listed_and_configured_by_name(capsys):
         LensConfig(rounds=0)
     with pytest.raises(ValueError, match="scale_mode must be one of"):
         LensConfig(scale_mode="target_pixels")
+
+
+# ------------------------------------------------------------------ a served family, over HTTP
+@pytest.fixture(scope="module")
+def lens_server():
+    from tests.chat_server import ChatServer, Reply, request_images, request_text
+
+    state = {"model": LensVLM()}
+
+    def responder(body):
+        images = request_images(body)
+        reply = state["model"].answer(request_text(body), images)
+        return Reply.text(reply.text)
+
+    with ChatServer(responder) as srv:
+        yield srv, state
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", ["qwen2.5-vl", "qwen3-vl"])
+def test_a_served_family_over_http_sees_each_crop_at_its_own_size(lens_server, family):
+    """Qwen2.5-VL (pixels of the resized image) and Qwen3-VL (0-1000) through their adapters and
+    the OpenAI backend: the harness's options give Qwen3-VL the normalised override; every crop
+    reaches the server at the size it was rendered (no second resize), and the click maps back."""
+    from regionfocus.adapters.backends.openai_http import OpenAIBackend
+    from regionfocus.adapters.families.qwen import Qwen3Adapter, Qwen25Adapter
+    from regionfocus.screenspot_pro.strategies import perception_options
+    from tests.chat_server import request_images
+
+    srv, state = lens_server
+    cls = Qwen25Adapter if family == "qwen2.5-vl" else Qwen3Adapter
+    model = cls(OpenAIBackend([srv.base_url], model="m", max_retries=0))
+    options = perception_options("gui-lens", model)
+    assert callable(options["hints"])
+    assert options.get("coords", "pixels") == ("normalized" if family == "qwen3-vl" else "pixels")
+    options["hints"] = None  # the perception itself has its own test; here the frames matter
+    state["model"] = LensVLM(frame="normalized" if family == "qwen3-vl" else "pixels")
+    srv.reset_stats()
+    res = asyncio.run(get_strategy("gui-lens", **options).run(model, SCREEN, INSTR, None))
+    sent = [request_images(b)[0].size for b in srv.stats.bodies]
+    assert sent == [tuple(c.image_size) for c in res.calls] == [tuple(c.seen_size) for c in res.calls]
+    assert sent[0] == model.input_size((W, H)) != (W, H)  # the screenshot, smart_resized once
+    assert TARGET.contains(res.point), res.steps
+    assert all(c.prompt_tokens and c.endpoint == srv.base_url for c in res.calls)
+    kinds = state["model"].kinds()
+    assert kinds[:2] == ["crop", "gate"] and kinds[-2:] == ["click", "review"]
+
+
+# ------------------------------------------------------------------ the real perception and agent
+def _page() -> tuple[Image.Image, Box]:
+    from PIL import ImageFont
+
+    img = Image.new("RGB", (900, 300), (248, 248, 250))
+    d = ImageDraw.Draw(img)
+    font = ImageFont.truetype("DejaVuSans.ttf", 20)
+    d.text((40, 40), "Quarterly report settings", font=font, fill=(30, 30, 30))
+    button = Box(600, 200, 720, 240)
+    d.rectangle((600, 200, 719, 239), outline=(90, 90, 90), width=2, fill=(225, 228, 232))
+    d.text((632, 208), "Save", font=font, fill=(20, 20, 20))
+    return img, button
+
+
+def test_the_harness_hints_are_ocr_lines_and_detected_controls_read_once_per_image():
+    from regionfocus.adapters.perception.hints import PerceptionHints, shared_hints
+
+    img, button = _page()
+    hints = PerceptionHints()
+    got = hints(img)
+    texts = {h.label: h for h in got if h.kind == "text"}
+    assert {"Quarterly report settings", "Save"} <= set(texts)
+    assert texts["Save"].source == "rapidocr" and button.contains(texts["Save"].box.center)
+    controls = [h for h in got if h.kind != "text"]
+    assert any(h.box.contains(texts["Save"].box.center) and h.source == "opencv" for h in controls)
+    again = hints(img.copy())  # another image object, the same pixels: no second read
+    assert again == got and hints.reads == 1
+    assert shared_hints() is shared_hints()
+    # As GUI-Lens lists them: the OCR line first, then the control.
+    cands = build_candidates(got)
+    assert [c.kind for c in cands][: len(texts)] == ["text"] * len(texts)
+
+
+@pytest.mark.slow
+def test_the_ocr_agent_runs_gui_lens_through_the_grounding_protocol():
+    from PIL import ImageFont
+
+    from regionfocus.adapters.agents.ocr import OcrAgent
+
+    img = Image.new("RGB", (1920, 1080), (245, 246, 248))
+    d = ImageDraw.Draw(img)
+    for i, w in enumerate(["File", "Edit", "View", "Insert", "Format", "Tools", "Help"]):
+        d.text((30 + 110 * i, 20), w, font=ImageFont.truetype("DejaVuSans.ttf", 22), fill=(20, 20, 20))
+    small = ImageFont.truetype("DejaVuSans.ttf", 9)  # too small to read through the agent's budget
+    for i, w in enumerate(["Import", "Export", "Share", "Print", "Close", "Rename", "Delete", "Archive"]):
+        d.text((1500 + 50 * (i % 4), 700 + 20 * (i // 4)), w, font=small, fill=(40, 40, 40))
+    target = Box(*d.textbbox((1550, 700), "Export", font=small))
+    res = run(GuiLens(), OcrAgent(), shot=img, instruction='click "Export"')
+    assert target.contains(res.point), [c.text for c in res.calls]
+    assert [c.kind for c in res.calls][:2] == ["box[r1]", "gate[r1]"] and res.calls[-1].kind.startswith(
+        "judge"
+    )
+    assert len(crops(res)) >= 2 and any(n.startswith("ran with the grounding protocol") for n in res.notes)
+
+
+@pytest.mark.slow
+def test_the_cli_runs_gui_lens_with_the_ocr_agent_on_built_data(tmp_path):
+    from regionfocus.screenspot_pro.cli import main
+
+    data, out = tmp_path / "data", tmp_path / "run"
+    assert main(["build-sample", str(data), "--screens", "1"]) == 0
+    argv = ["--data", str(data), "--agent", "ocr", "--strategy", "gui-lens", "--limit", "2"]
+    assert main([*argv, "--out", str(out), "--no-progress"]) == 0
+    records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
+    assert len(records) == 2
+    for r in records:
+        row = r["strategies"]["gui-lens"]
+        assert row["error"] is None and row["correctness"] in ("correct", "wrong")
+        assert row["trace"]["calls"][0]["kind"] == "box[r1]"
+        assert any(n.startswith("ran with the grounding protocol") for n in row["trace"]["notes"])
+    official = json.loads((out / "results_gui-lens.json").read_text())
+    assert len(official["details"]) == 2 and "overall" in official["metrics"]

@@ -943,8 +943,15 @@ class _GroundLens:
     async def locate(self) -> Point | None:
         s, c = self.s, self.s.config
         current: IBox = [0, 0, s.size[0], s.size[1]]
+        refused: set[tuple[tuple[int, ...], int]] = set()  # (crop, stage) whose proposal failed
         for r in range(c.rounds):
             stage = s.committed()
+            if (tuple(_clamp(current, *s.size)), stage) in refused:
+                s.ledger.note(
+                    "the crop loop ended early: its next request was one already refused "
+                    "(the same request gets the same answer)"
+                )
+                break
             shown = await s.shown(current)
             reply = await s.ledger.call(
                 f"box[r{r + 1}]", shown.image, s.model.propose_box(shown.image, self.query(shown), None)
@@ -964,6 +971,7 @@ class _GroundLens:
                 nxt = next_box(bbox, replace(shown.frame, normalized=False), s.size, c, stage)
                 step["proposal"] = [round(v, 1) for v in bbox]
             if nxt is None:
+                refused.add((shown.frame.box, stage))
                 e["fallback_box"] = restart_box(current, s.history, s.size)
                 s.history.append(e)
                 s.ledger.step(**step, next=None, fallback=_trace_box(e["fallback_box"]))
@@ -977,6 +985,7 @@ class _GroundLens:
                 inside = reply_point(got)
                 e["crop_check"] = {"action": "accept" if inside is not None else "reject"}
                 if inside is None:
+                    refused.add((shown.frame.box, stage))
                     s.history.append(e)
                     s.ledger.step(**step, next=_trace_box(nxt), gate=e["crop_check"])
                     full = c.crop_check_reject_mode == "restart_full"
