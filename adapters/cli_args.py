@@ -284,7 +284,7 @@ def request_identity(model: GroundingModel) -> dict:
     out: dict = {"family": type(inner).__name__}
     resize = getattr(inner, "resize", None)
     if resize is not None:
-        out["resize"] = [resize.factor, resize.min_pixels, resize.max_pixels]
+        out["resize"] = resize.identity()  # every pass of it (UI-Venus 1.5 resizes twice)
     if getattr(inner, "max_tokens", None) is not None:
         out["max_tokens"] = inner.max_tokens
     facts = getattr(inner, "request_facts", None)  # a hosted family: provider, format, image rule

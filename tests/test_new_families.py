@@ -9,6 +9,7 @@ cited code's.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from pathlib import Path
@@ -120,16 +121,108 @@ def test_serve_command_names_the_public_checkpoint(family, checkpoint, capsys):
 @pytest.mark.parametrize(
     ("family", "frame", "resize"),
     [
-        ("gui-owl-1.5", "relative", (32, 196 * 32 * 32, 9800 * 32 * 32)),
-        ("mai-ui", "relative", (32, 1024, 6553600)),
-        ("ui-venus-1.5", "relative", (32, 65536, 16384 * 28 * 28)),
-        ("holo2", "relative", (32, 65536, 16777216)),
-        ("gta1", "absolute", (28, 3136, 4096 * 2160)),
+        ("gui-owl-1.5", "relative", [32, 196 * 32 * 32, 9800 * 32 * 32]),
+        ("mai-ui", "relative", [32, 1024, 6553600]),
+        # Two passes: qwen-vl-utils at its defaults, then the Qwen3-VL processor.
+        ("ui-venus-1.5", "relative", [28, 4 * 28 * 28, 16384 * 28 * 28, 32, 65536, 16777216]),
+        ("holo2", "relative", [32, 65536, 16777216]),
+        ("gta1", "absolute", [28, 3136, 4096 * 2160]),
     ],
 )
 def test_frame_and_resize_are_the_sources(family, frame, resize):
     a = get_adapter(family)
-    assert (a.frame, (a.resize.factor, a.resize.min_pixels, a.resize.max_pixels)) == (frame, resize)
+    assert (a.frame, a.resize.identity()) == (frame, resize)
+
+
+# ------------------------------------------------------------------ the official readers (issue 32)
+# Each expected value is what the family's own evaluation code computes for the reply (file and
+# lines cited; SOURCES.md names the commits). Where ours is more lenient (spaces, decimals), the
+# official reader would give no point at all; SOURCES.md lists those.
+def _point(family: str, answer: str, size: tuple[int, int]) -> tuple[float, float] | None:
+    action = get_adapter(family).parse_action(answer, *size)
+    if action is None or action.point is None:
+        return None
+    return round(action.point.x, 2), round(action.point.y, 2)
+
+
+MAI_UI_REPLY = (
+    "<grounding_think>The instruction asks for the Layers panel. The menu at position (1,1) is "
+    "the application menu, not a panel. The Layers tab sits in the dock on the left, under the "
+    'Properties tab.</grounding_think>\n<answer>\n{"coordinate": [345,395]}\n</answer>'
+)
+
+
+def test_mai_ui_reads_the_answer_not_the_reasoning():
+    """Tongyi-MAI/MAI-UI evaluation/grounding/eval_server.py lines 35-41 (the first ``[x,y]`` of
+    the reply, which the format puts in <answer>) and 101-104 (/1000 of the screenshot)."""
+    assert _point("mai-ui", MAI_UI_REPLY, (3840, 2160)) == (1324.8, 853.2)  # not (3.84, 2.16)
+    # No <answer> tag (a cut reply): the reasoning's places are still not the answer.
+    cut = MAI_UI_REPLY.split("<answer>")[0] + '\n{"coordinate": [345,395]}'
+    assert _point("mai-ui", cut, (3840, 2160)) == (1324.8, 853.2)
+    assert (
+        _point("mai-ui", "<grounding_think>At (1,1) there is a menu.</grounding_think>", (3840, 2160)) is None
+    )
+    # Lenient: the official regex wants no space after the comma.
+    assert _point("mai-ui", '<answer>{"coordinate": [345, 395]}</answer>', (3840, 2160)) == (1324.8, 853.2)
+
+
+@pytest.mark.parametrize(("size", "seen"), [((3840, 2160), (3840, 2144)), ((800, 600), (800, 576))])
+def test_ui_venus_sees_the_image_its_evaluation_resizes_twice(size, seen):
+    """inclusionAI/UI-Venus models/grounding/eval_screenspot_pro.py lines 107-114:
+    process_vision_info (qwen-vl-utils >= 0.0.14, requirements.txt: vision_process.fetch_image,
+    smart_resize at factor 14*2 = 28 within 4..16384 tokens), then the Qwen3-VL processor
+    (factor 32). 3840x2160 -> 3836x2156 -> 3840x2144 (2156/32 = 67.4 -> 67); in one pass at
+    factor 32, 2160/32 = 67.5 rounds to 68: 2176. 800x600 -> 812x588 -> 800x576."""
+    a = get_adapter("ui-venus-1.5")
+    assert a.input_size(size) == seen
+    from regionfocus.adapters.backends.openai_http import OpenAIBackend
+    from regionfocus.model import Query
+
+    async def ask(url: str):
+        backend = OpenAIBackend([url], model="m")
+        try:
+            adapter = get_adapter("ui-venus-1.5", backend=backend)
+            return await adapter.act(Image.new("RGB", size, "white"), Query("open the Layers panel"))
+        finally:
+            await backend.aclose()
+
+    with ChatServer(responder=Reply.text("[500,500]"), model="m") as srv:
+        reply = asyncio.run(ask(srv.base_url))
+        (image,) = request_images(srv.stats.bodies[-1])
+    assert image.size == seen
+    assert (reply.action.point.x, reply.action.point.y) == (size[0] / 2, size[1] / 2)
+
+
+def test_gui_owl_reads_the_last_tool_call():
+    """X-PLUG/MobileAgent Mobile-Agent-v3.5/grounding_and_kb/eval_grounding_benchmarks.py lines
+    388-404: every ``[x, y]`` of the reply, ``coordinates[-1]``."""
+    reply = (
+        '<tool_call>\n{"name": "computer_use", "arguments": {"action": "mouse_move", "coordinate": [120, 340]}}\n'
+        '</tool_call>\n<tool_call>\n{"name": "computer_use", "arguments": {"action": "left_click", '
+        '"coordinate": [512, 288]}}\n</tool_call>'
+    )
+    assert _point("gui-owl-1.5", reply, (2000, 1000)) == (1024.0, 288.0)  # not the move's (240, 340)
+
+
+def test_ui_venus_reads_two_corner_points_as_their_centre():
+    """inclusionAI/UI-Venus models/grounding/eval_screenspot_pro.py lines 151 and 160-162:
+    ``[x1,y1],[x2,y2]`` is a box, its centre the point."""
+    assert _point("ui-venus-1.5", "[100,200],[300,400]", (2000, 1000)) == (400.0, 300.0)
+    assert _point("ui-venus-1.5", "[100, 200], [300, 400]", (2000, 1000)) == (400.0, 300.0)
+    assert _point("ui-venus-1.5", "[100,200,300,400]", (2000, 1000)) == (400.0, 300.0)  # pattern1
+
+
+def test_holo2_reads_its_schema_in_any_key_order_and_range():
+    """hcompai/hai-cookbook holo2/holo_2_localization_huggingface.ipynb: ``ClickCoordinates``
+    (x, y: int, ge=0, le=1000) read by ``model_validate_json``: keys in any order, a value
+    outside 0-1000 rejected."""
+    assert _point("holo2", '{"y": 404, "x": 552}', (2000, 1000)) == (1104.0, 404.0)
+    assert _point("holo2", '{"x": 1200, "y": 404}', (2000, 1000)) is None  # would click outside
+    assert _point("holo2", '{"x": 552, "y": -3}', (2000, 1000)) is None
+    assert _point("holo2", '{"x": 552}', (2000, 1000)) is None
+    assert _point("holo2", '{"x": "552", "y": "404"}', (2000, 1000)) == (1104.0, 404.0)  # pydantic's lax mode
+    # Lenient: a decimal (the schema's int refuses 552.5).
+    assert _point("holo2", '{"x": 552.5, "y": 404}', (2000, 1000)) == (1105.0, 404.0)
 
 
 # ------------------------------------------------------------------ golden answers

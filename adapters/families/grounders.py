@@ -19,36 +19,78 @@ from PIL import Image
 from regionfocus.actions import Action, ActionType
 from regionfocus.adapters.families.answers import NUM
 from regionfocus.adapters.families.prompting import Prompt, render
-from regionfocus.adapters.families.qwen import QwenAdapter, parse_qwen
+from regionfocus.adapters.families.qwen import QwenAdapter, call_to_action, parse_qwen, tool_calls
 from regionfocus.adapters.families.resize import ResizeSpec
-from regionfocus.adapters.model_text import bounded, finite_number
+from regionfocus.adapters.model_text import bounded, finite_number, json_objects, sound_action
 from regionfocus.geometry import Point
 from regionfocus.model import Query
 
-# The y must be followed by something other than more of a number: "y": 40 at the end of a
-# cut reply may have been 404.
-_XY_JSON = re.compile(rf"\"x\"\s*:\s*({NUM})\s*,\s*\"y\"\s*:\s*({NUM})(?![\d.eE]|\Z)")
+
+def _schema_number(value: Any) -> float | None:
+    """A coordinate of Holo2's ``ClickCoordinates`` schema (an integer in 0-1000; pydantic's
+    lax mode also takes a numeric string); a decimal is kept, as our readers keep them."""
+    v = finite_number(value) if isinstance(value, (int, float, str)) else None
+    return v if v is not None and 0 <= v <= 1000 else None
 
 
 def parse_xy_json(text: str) -> Action | None:
-    """Holo2's ``{"x": 552, "y": 404}`` as a click (model-frame numbers), else the Qwen readers."""
-    m = _XY_JSON.search(bounded(text))
-    if m:
-        x, y = finite_number(m.group(1)), finite_number(m.group(2))
-        if x is not None and y is not None:
-            return Action(ActionType.CLICK, Point(x, y))
+    """Holo2's ``{"x": 552, "y": 404}`` as a click (model-frame numbers), the keys in either
+    order, as the cookbook reads it: ``ClickCoordinates.model_validate_json`` (x and y in
+    0-1000). An object with an ``x`` or ``y`` outside that (or missing one) is no click: the
+    schema rejects it. Only whole JSON objects count, so a reply cut inside a number never
+    reads. With no such object, the Qwen readers."""
+    for obj in json_objects(text):
+        if "x" in obj or "y" in obj:
+            x, y = _schema_number(obj.get("x")), _schema_number(obj.get("y"))
+            return Action(ActionType.CLICK, Point(x, y)) if x is not None and y is not None else None
     return parse_qwen(text)
 
 
 _REFUSAL = re.compile(r"\s*\[\s*-1\s*,\s*-1\s*\]\s*")
+# Two corner points, "[x1,y1],[x2,y2]": a box (UI-Venus' evaluation, pattern3).
+_CORNERS = re.compile(rf"\[\s*({NUM})\s*,\s*({NUM})\s*\]\s*,\s*\[\s*({NUM})\s*,\s*({NUM})\s*\]")
 
 
 def parse_venus(text: str) -> Action | None:
-    """UI-Venus' ``[-1,-1]`` ("infeasible") as a refusal, as its evaluation reads it; else the
-    Qwen readers."""
-    if _REFUSAL.fullmatch(bounded(text)):
+    """UI-Venus' answer as its evaluation reads it (``_parse_point``): ``[-1,-1]`` is a refusal
+    ("infeasible"); a box, ``[x1,y1,x2,y2]`` or two corner points ``[x1,y1],[x2,y2]``, is its
+    centre; else the Qwen readers (a point ``[x,y]``)."""
+    text = bounded(text)
+    if _REFUSAL.fullmatch(text):
         return Action(ActionType.FINISHED, text="infeasible")
+    m = _CORNERS.search(text)
+    if m:
+        x1, y1, x2, y2 = (finite_number(v) for v in m.groups())
+        if None not in (x1, y1, x2, y2):
+            return Action(ActionType.CLICK, Point((x1 + x2) / 2, (y1 + y2) / 2))
     return parse_qwen(text)
+
+
+def parse_last_call(text: str) -> Action | None:
+    """GUI-Owl 1.5's answer as its evaluation reads it: the LAST coordinate of the reply (its
+    regexes over every tool call, ``coordinates[-1]``). So the last tool call with a point;
+    with none, the last readable call (a ``terminate``); with no call, the Qwen readers."""
+    text = bounded(text)
+    actions = [a for a in (sound_action(call_to_action(c)) for c in tool_calls(text)) if a is not None]
+    pointed = [a for a in actions if a.point is not None]
+    if pointed or actions:
+        return (pointed or actions)[-1]
+    return parse_qwen(text)
+
+
+# MAI-UI's reasoning, which may name places it rejects before its <answer>.
+_THINK = re.compile(r"<(grounding_think|think)>.*?(?:</\1>|\Z)", re.S)
+_ANSWER = re.compile(r"<answer>(.*?)(?:</answer>|\Z)", re.S)
+
+
+def parse_answer_block(text: str) -> Action | None:
+    """MAI-UI's ``<grounding_think>...</grounding_think><answer>{"coordinate": [x,y]}</answer>``:
+    the coordinate of the answer, never one the reasoning mentions (its evaluation takes the
+    first ``[x,y]`` of the reply, which its format puts in the answer). Read by the Qwen readers
+    inside ``<answer>``, or in what is left outside the reasoning when there is no answer tag."""
+    text = bounded(text)
+    m = _ANSWER.search(text)
+    return parse_qwen(m.group(1) if m else _THINK.sub(" ", text))
 
 
 class GrounderAdapter(QwenAdapter):
@@ -99,6 +141,7 @@ class GuiOwl15Adapter(GrounderAdapter):
     frame = "relative"
     default_resize = ResizeSpec(32, 196 * 32 * 32, 9800 * 32 * 32)
     system_file = "official/gui_owl15_screenspot_system.txt"
+    reader = staticmethod(parse_last_call)
 
 
 class MaiUiAdapter(GrounderAdapter):
@@ -114,19 +157,21 @@ class MaiUiAdapter(GrounderAdapter):
     system_file = "official/mai_ui_screenspot_system.txt"
     user_file = "official/mai_ui_screenspot_user.txt"
     text_first = True
+    reader = staticmethod(parse_answer_block)
 
 
 class UiVenus15Adapter(GrounderAdapter):
     """UI-Venus 1.5 (inclusionAI, 2B/8B/30B-A3B): one user turn, screenshot then the
     center-point prompt (with its [-1,-1] refusal), the instruction's final "." removed.
-    Answers ``[x,y]``, relative 0-1000. The evaluation resizes twice (qwen_vl_utils' defaults,
-    factor 28 up to 16384*28^2 pixels, then the Qwen3-VL processor at factor 32); here once, at
-    factor 32 within the first pass's limit."""
+    Answers ``[x,y]``, relative 0-1000. The evaluation resizes twice, and so do we: qwen-vl-utils'
+    ``process_vision_info`` at its defaults (0.0.14: factor 28, 4..16384 tokens of 28^2 pixels),
+    then the Qwen3-VL processor (factor 32, 65536..16777216 pixels): 3840x2160 is seen at
+    3840x2144, 800x600 at 800x576."""
 
     name = "ui-venus-1.5"
     checkpoint = "inclusionAI/UI-Venus-1.5-8B"
     frame = "relative"
-    default_resize = ResizeSpec(32, 65536, 16384 * 28 * 28)
+    default_resize = ResizeSpec(28, 4 * 28 * 28, 16384 * 28 * 28, then=ResizeSpec(32, 65536, 16777216))
     user_file = "official/ui_venus15_screenspot_prompt.txt"
     drop_final_period = True
     reader = staticmethod(parse_venus)

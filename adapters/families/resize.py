@@ -45,11 +45,14 @@ def smart_resize(
 
 @dataclass(frozen=True)
 class ResizeSpec:
-    """A family's resize rule: ``factor`` and the pixel limits (all configurable)."""
+    """A family's resize rule: ``factor`` and the pixel limits (all configurable), and ``then``,
+    a second rule applied to the first one's result, for an evaluation that resizes twice
+    (UI-Venus 1.5: qwen-vl-utils at factor 28, then the Qwen3-VL processor at factor 32)."""
 
     factor: int
     min_pixels: int
     max_pixels: int
+    then: ResizeSpec | None = None
 
     def __post_init__(self) -> None:
         if self.factor <= 0 or self.min_pixels <= 0 or self.max_pixels <= 0:
@@ -60,7 +63,16 @@ class ResizeSpec:
     def model_size(self, size: tuple[int, int]) -> tuple[int, int]:
         """(W, H) the model sees for an image of ``size`` = (W, H)."""
         h, w = smart_resize(size[1], size[0], self.factor, self.min_pixels, self.max_pixels)
-        return w, h
+        return self.then.model_size((w, h)) if self.then is not None else (w, h)
+
+    @property
+    def last(self) -> ResizeSpec:
+        """The rule that sets the final size (its factor is the model's token cell)."""
+        return self.then.last if self.then is not None else self
+
+    def identity(self) -> list[int]:
+        """factor, min_pixels, max_pixels of each pass in turn (a run folder pins it)."""
+        return [self.factor, self.min_pixels, self.max_pixels, *(self.then.identity() if self.then else [])]
 
 
 @dataclass(frozen=True)
@@ -85,12 +97,16 @@ def resize_for_model(
     factor: int = 28,
     min_pixels: int = 4 * 28 * 28,
     max_pixels: int = 16384 * 28 * 28,
+    *,
+    spec: ResizeSpec | None = None,
 ) -> Resized:
     """``image`` resized (bicubic, as the Qwen processors do: :func:`regionfocus.resample.bicubic`)
-    to its smart_resize size, RGB, with the exact per-axis scale. An image already at that size
-    is returned as is (RGB)."""
+    to its smart_resize size (``spec``'s, every pass of it, when given), RGB, with the exact
+    per-axis scale. One resampling to the final size, also for a rule of two passes: the size,
+    and so the answer's frame, is the evaluation's. An image already at that size is returned
+    as is (RGB)."""
     w, h = image.size
-    target = ResizeSpec(factor, min_pixels, max_pixels).model_size((w, h))
+    target = (spec or ResizeSpec(factor, min_pixels, max_pixels)).model_size((w, h))
     out = image if image.mode == "RGB" else image.convert("RGB")
     if target != (w, h):
         out = bicubic(out, target)

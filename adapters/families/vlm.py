@@ -122,6 +122,7 @@ class VlmAdapter(RoundRequests):
             factor if factor is not None else d.factor,
             min_pixels if min_pixels is not None else d.min_pixels,
             max_pixels if max_pixels is not None else d.max_pixels,
+            d.then,  # a family's second pass (the options set the first)
         )
         self.backend = backend
         if can_attend(backend):  # in process only: MVP's attention pass (the core's AttentionModel)
@@ -310,7 +311,7 @@ class VlmAdapter(RoundRequests):
     def resize_image(self, image: Image.Image) -> Resized:
         """``image`` at :meth:`input_size`, RGB, with its per-axis scale: the family's resize
         (smart_resize here; a hosted family shrinks by its provider's rule)."""
-        return resize_for_model(image, self.resize.factor, self.resize.min_pixels, self.resize.max_pixels)
+        return resize_for_model(image, spec=self.resize)
 
     def _resize_cached(self, image: Image.Image) -> Resized:
         with self._resized_lock:
@@ -500,7 +501,7 @@ class VlmAdapter(RoundRequests):
         ``factor`` px cells, one token each (patch 14 x merge 2 = 28 for Qwen2-VL, Qwen2.5-VL and
         UI-TARS; patch 16 x merge 2 = 32 for Qwen3-VL). Start/end markers are not counted."""
         w, h = self.input_size(size)
-        f = self.resize.factor
+        f = self.resize.last.factor
         return -(-w // f) * -(-h // f)
 
     async def sample(self, image: Image.Image, query: Query, n: int, temperature: float) -> Any:
