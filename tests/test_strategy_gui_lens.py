@@ -762,3 +762,42 @@ def test_the_cli_runs_gui_lens_with_the_ocr_agent_on_built_data(tmp_path):
         assert any(n.startswith("ran with the grounding protocol") for n in row["trace"]["notes"])
     official = json.loads((out / "results_gui-lens.json").read_text())
     assert len(official["details"]) == 2 and "overall" in official["metrics"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("provider", "model"), [("anthropic", "claude-opus-4-7"), ("gemini", "gemini-2.5-flash")]
+)
+def test_a_hosted_family_runs_gui_lens_through_its_sdk(provider, model, monkeypatch):
+    """Claude (pixels of the image it saw) and Gemini (0-1000, so the harness gives it the
+    normalised override) through their providers' SDKs against a local server speaking each
+    wire format: every crop arrives at the size that model sees, and the click maps back."""
+    from regionfocus.adapters.families.hosted import build_hosted
+    from regionfocus.screenspot_pro.strategies import perception_options
+
+    from .provider_servers import ProviderServer, Said
+
+    monkeypatch.setenv(
+        "ANTHROPIC_API_KEY" if provider == "anthropic" else "GEMINI_API_KEY", "sk-test-0123456789"
+    )
+    lens = LensVLM(frame="pixels" if provider == "anthropic" else "normalized")
+    with ProviderServer(provider, lambda req: Said(lens.answer(req.text, req.images).text)) as srv:
+        adapter = build_hosted(
+            "claude" if provider == "anthropic" else "gemini", model=model, base_url=srv.base_url
+        )
+        options = {**perception_options("gui-lens", adapter), "hints": None}
+        assert options.get("coords", "pixels") == ("pixels" if provider == "anthropic" else "normalized")
+
+        async def go():
+            try:
+                return await get_strategy("gui-lens", **options).run(adapter, SCREEN, INSTR, None)
+            finally:
+                await adapter.backend.aclose()
+
+        res = asyncio.run(go())
+        sent = [a.images[0].size for a in lens.asked]
+    assert sent == [tuple(c.image_size) for c in res.calls]
+    assert sent[0] == adapter.input_size((W, H))
+    assert TARGET.contains(res.point), res.steps
+    assert lens.kinds()[:2] == ["crop", "gate"] and lens.kinds()[-2:] == ["click", "review"]
+    assert all(c.prompt_tokens is not None and c.error is None for c in res.calls)
