@@ -224,9 +224,8 @@ class A11yAgent:
 
     def _score_at(self, image: Image.Image, query: Query, point: Point) -> tuple[float, str | None]:
         """How well the element under ``point`` is named like the target, and its name."""
-        if (
-            plan := plan_of(query, self.task_grammar)
-        ) is not None:  # is the point on the current goal's element?
+        # In a plan: is the point on the current goal's element?
+        if (plan := plan_of(query, self.task_grammar)) is not None:
             e = goal_element(plan, query, self._items(image, query), self.act_threshold)
             return (1.0, e.label or e.role) if e is not None and e.box.contains(point) else (0.0, None)
         parsed = _with_icon_names(parse_instruction(query.instruction))
