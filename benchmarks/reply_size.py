@@ -2,8 +2,9 @@
 
 The stand-in server (tests/chat_server.py, in this process) answers every request with
 ``tests.hostile.gzip_completion(--inflates-to)``; each setting runs one ``OpenAIBackend.complete``
-in a fresh child process and reads that child's peak resident set (``ru_maxrss`` from
-``wait4``), so nothing of this process is counted. Rows: a normal reply (what the client costs
+in a fresh child process, which reports its own peak resident set (``VmHWM`` of
+/proc/self/status, kept per address space: the child's ``ru_maxrss`` would carry this
+process's peak, as Linux folds the forking parent's high-water mark into it at exec). Rows: a normal reply (what the client costs
 at all), the huge one under the default ``--max-reply-bytes``, and with ``--uncapped`` the same
 reply with the cap raised past it (the client before the cap: it decompresses and parses the
 whole body; needs ~5 GB free).
@@ -38,23 +39,28 @@ def _child(url: str, limit: int) -> None:
                 return {"error": e.reason}
             return {"chars": len(reply.text)}
 
-    print(json.dumps(asyncio.run(one())), flush=True)
+    got = asyncio.run(one())
+    print(json.dumps({**got, "peak_kb": _peak_kb()}), flush=True)
+
+
+def _peak_kb() -> int:
+    """This process's peak resident set in KB (Linux)."""
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
 
 
 def peak_rss(url: str, limit: int) -> tuple[float, dict, float]:
-    """(peak RSS in MB, what the child printed, wall seconds) of one request to ``url`` in a
-    fresh child process."""
+    """(peak RSS in MB, what the request gave: its length or its error, wall seconds) of one
+    request to ``url`` in a fresh child process."""
     cmd = [sys.executable, "-m", "benchmarks.reply_size", "--child", url, str(limit)]
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    out, err = proc.stdout.read(), proc.stderr.read()
-    _, status, usage = os.wait4(proc.pid, 0)  # the child's own rusage (Linux: ru_maxrss in KB)
-    proc.returncode = os.waitstatus_to_exitcode(status)
+    done = subprocess.run(cmd, cwd=root, capture_output=True, check=False)
     wall = time.perf_counter() - t0
-    if proc.returncode != 0:
-        raise RuntimeError(f"child exited {proc.returncode}: {err.decode(errors='replace')[-2000:]}")
-    return usage.ru_maxrss / 1024, json.loads(out.decode().splitlines()[-1]), wall
+    if done.returncode != 0:
+        raise RuntimeError(f"child exited {done.returncode}: {done.stderr.decode(errors='replace')[-2000:]}")
+    got = json.loads(done.stdout.decode().splitlines()[-1])
+    return got.pop("peak_kb") / 1024, got, wall
 
 
 def main(argv: list[str] | None = None) -> int:
