@@ -35,7 +35,17 @@ ROW: dict[str, Any] = {
 # The sample as the data set gave it (Sample.meta()): the reports rebuild from it alone.
 SAMPLE: dict[str, Any] = {
     "type": "object",
-    "required": ["id", "task_filename", "img_path", "bbox", "instruction", "application", "platform", "lang"],
+    "required": [
+        "id",
+        "task_filename",
+        "img_path",
+        "bbox",
+        "instruction",
+        "application",
+        "platform",
+        "lang",
+        "ui_type",
+    ],
     "properties": {
         "id": {"type": "string"},
         "task_filename": {"type": "string"},
