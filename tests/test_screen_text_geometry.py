@@ -4,11 +4,13 @@ a dense 4K screen crashed describe-screen with "Box corners out of order")."""
 
 from __future__ import annotations
 
+import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from PIL import Image
 
 from regionfocus.adapters.perception.ocr_text import TextLine
-from regionfocus.adapters.perception.screen_text import ScreenText, _rows, merge, scale_box
+from regionfocus.adapters.perception.screen_text import ScreenText, _rows, merge, scale_box, with_words
 from regionfocus.adapters.perception.ui_detect import KINDS, DetectedElement
 from regionfocus.geometry import Box
 
@@ -115,6 +117,25 @@ def test_menu_items_tile_their_outline_in_order(menu):
         if texts.count(e.text) == 1:  # rows reading alike cannot be told apart by their item
             row = rows[texts.index(e.text)]
             assert any(e.box.contains(ln.box.center) for ln in row), (e, row)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(text_lines(), min_size=1, max_size=8), st.integers(0, 2**32 - 1))
+def test_word_boxes_of_lines_anywhere_on_a_small_screen(lines, seed):
+    # Lines reaching past the image, or wholly outside it, on a noisy little screen: each
+    # line gets word boxes in order along it, or none.
+    rng = np.random.default_rng(seed)
+    image = Image.fromarray(rng.integers(0, 256, (90, 160, 3), dtype=np.uint8))
+    small = [
+        TextLine(
+            ln.text, ln.conf, Box(ln.box.left / 24, ln.box.top / 24, ln.box.right / 24, ln.box.bottom / 24)
+        )
+        for ln in lines
+    ]
+    for ln in with_words(image, small):
+        assert all(w.left <= w.right and w.top <= w.bottom for w in ln.words)
+        assert all(a.left <= b.left for a, b in zip(ln.words, ln.words[1:], strict=False))
+    merge(with_words(image, small), [])
 
 
 def test_scale_box_keeps_corners_in_order_for_a_flipped_frame():
