@@ -6,6 +6,7 @@ and what the browser's own fetch kept (cookies both ways, encodings, form posts)
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -100,6 +101,27 @@ async def test_documents_over_the_limit_or_still_arriving_are_cut_off_naming_the
         result = await env.act(click(40, y))
         assert result.screenshot is None
         assert result.error is not None and f"page {pages.url}download is {limit}" in result.error
+    finally:
+        await env.close()
+    # One started without a navigation (<a download>) never reaches our fetch: the context
+    # accepts no downloads, and it is recorded as refused.
+    env = await _env(browser)
+    try:
+        assert await env.goto(pages.url + "links") is None
+        await env.page.evaluate(
+            """u => { const a = document.createElement('a'); a.href = u; a.download = 'x.bin';
+            a.textContent = 'save'; a.style = 'position:absolute;left:300px;top:300px;font:30px sans-serif';
+            document.body.appendChild(a); }""",
+            pages.url + "download?rate=200000",
+        )
+        await env.observe()
+        async with env.page.expect_download():
+            result = await env.act(click(320, 315))
+        assert result.screenshot is not None and env.stopped is None
+        while not any(e["type"] == "download" for e in env.events):  # its handler runs on its own
+            await asyncio.sleep(0.05)
+        downloads = [e["url"] for e in env.events if e["type"] == "download"]
+        assert downloads == [pages.url + "download?rate=200000"]
     finally:
         await env.close()
 

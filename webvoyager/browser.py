@@ -12,7 +12,8 @@ navigation failures and renderer crashes become the step's error, never an excep
 What a page cannot do to the run: send a document that never ends or is larger than
 ``EnvConfig.max_page_bytes`` (page_fetch.py fetches pages and frames with that limit and the
 navigation timeout; a page refused so ends the task, naming it and the limit), start a
-download (the context accepts none), or keep the browser busy for ever: more than
+download (the context accepts none: Chromium stops one started without a navigation, and a
+navigation's is a document like any other), or keep the browser busy for ever: more than
 ``max_dialogs`` JavaScript dialogs or ``max_navigations`` navigations of a page in one step (an
 ``alert()`` loop, a page that refreshes itself) end the task with an error that says which.
 A screenshot that cannot be taken is tried once more after the page settles, then ends the
@@ -34,7 +35,16 @@ from urllib.parse import urljoin, urlsplit
 
 from PIL import Image
 from playwright.async_api import Browser as PWBrowser
-from playwright.async_api import BrowserContext, Dialog, Page, Playwright, Request, Route, async_playwright
+from playwright.async_api import (
+    BrowserContext,
+    Dialog,
+    Download,
+    Page,
+    Playwright,
+    Request,
+    Route,
+    async_playwright,
+)
 from playwright.async_api import Error as PlaywrightError
 
 from regionfocus.actions import Action, ActionType
@@ -246,6 +256,7 @@ class BrowserEnv:
             return
         self._pages.append(page)
         page.on("dialog", self._on_dialog)
+        page.on("download", self._on_download)
         page.on("framenavigated", self._on_frame_navigated)
         page.on("crash", lambda p=page: self._on_crash(p))
         page.on("close", lambda p=page: self._on_close(p))
@@ -289,6 +300,13 @@ class BrowserEnv:
                 await dialog.dismiss()
         except PlaywrightError:
             pass
+
+    async def _on_download(self, download: Download) -> None:
+        """A download the page started without navigating (``<a download>``): the context
+        accepts none, so Chromium stops it; recorded, and cancelled in case it has not."""
+        self.events.append({"type": "download", "url": download.url[:500], "handled": "refused"})
+        with contextlib.suppress(PlaywrightError):
+            await download.cancel()
 
     def _halt(self, reason: str) -> None:
         """End the task: the step under way stops waiting and reports ``reason``."""
