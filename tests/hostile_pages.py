@@ -13,6 +13,8 @@ Paths (``HostilePages(...).url + path``):
 * ``framed``: an ordinary page holding a frame of ``endless``;
 * ``links``: a plain page with a link to each of ``LINKS``, top to bottom, 40 px apart.
 
+``bomb``: a gzip-encoded page of 48 KB that inflates to 48 MiB.
+
 And the ordinary things a document fetch must keep: ``cookie`` sets two cookies (one
 HttpOnly), ``gzip`` is a gzip-encoded page, ``echo`` (GET or POST) shows the method, the
 Cookie header and the body it received, ``form`` posts a field to ``echo``.
@@ -24,6 +26,7 @@ process, so its memory is not the client's).
 
 from __future__ import annotations
 
+import functools
 import gzip
 import html
 import http.server
@@ -51,6 +54,11 @@ _FRAMED = b"""<!doctype html><title>framed</title><p>A frame that never ends:</p
 _FORM = b"""<!doctype html><title>form</title><body style="margin:0">
 <form method="post" action="echo"><input name="q" value="caf\xc3\xa9 & tea">
 <button id="send" style="position:absolute;left:20px;top:60px;width:120px;height:40px">Send</button></form>"""
+
+
+@functools.cache
+def _bomb() -> bytes:
+    return gzip.compress(b"<!doctype html><p>" + b"\0" * (48 * 2**20), compresslevel=9)
 
 
 def links_page() -> bytes:
@@ -105,6 +113,9 @@ class HostilePages:
                         ("Set-Cookie", "plain=1; Path=/"),
                         ("Set-Cookie", "secret=2; Path=/; HttpOnly"),
                     )
+                    return
+                if path == "bomb":
+                    self._send(_bomb(), ("Content-Encoding", "gzip"))
                     return
                 if path == "gzip":
                     self._send(gzip.compress(b"<p>unzipped fine</p>" * 50), ("Content-Encoding", "gzip"))

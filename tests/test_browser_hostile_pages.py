@@ -16,6 +16,7 @@ from regionfocus import RegionFocusAgent
 from regionfocus.actions import Action, ActionType, click
 from regionfocus.model import ModelReply, Verdict
 from regionfocus.webvoyager.browser import Browser, EnvConfig
+from regionfocus.webvoyager.page_fetch import PageFetcher, PageRefused
 from regionfocus.webvoyager.rundir import RunDir
 from regionfocus.webvoyager.runner import RunSettings, run_tasks
 from regionfocus.webvoyager.tasks import load_tasks
@@ -147,6 +148,22 @@ async def test_what_the_browser_fetch_did_still_holds(browser, pages):
         assert echo.startswith("POST ") and "body=[q=caf%C3%A9+%26+tea]" in echo
     finally:
         await env.close()
+
+
+async def test_a_page_is_measured_after_decompression(pages):
+    """48 KB on the wire, 48 MiB decoded: the limit counts what the browser would hold."""
+    fetcher = PageFetcher(max_bytes=LIMIT, timeout_s=30)
+    try:
+        with pytest.raises(PageRefused) as info:
+            await fetcher.fetch("GET", pages.url + "bomb", {}, None)
+        assert (
+            str(info.value) == f"page {pages.url}bomb is over the limit of {LIMIT} bytes (--max-page-bytes)"
+        )
+        ok = await fetcher.fetch("GET", pages.url + "gzip", {}, None)
+        assert ok.status == 200 and ok.body.count(b"unzipped fine") == 50
+        assert "content-encoding" not in ok.headers and "content-length" not in ok.headers  # decoded now
+    finally:
+        await fetcher.aclose()
 
 
 class _ClicksThenFinishes:

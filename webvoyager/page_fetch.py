@@ -6,6 +6,7 @@ in its driver with no bound but the timeout: a document that never ends, or a do
 starts, took the client to 4 GB in seconds. Here the body is streamed and counted after
 decompression, and the fetch ends at the first of two limits: ``max_bytes`` (a page over it is
 refused) and ``timeout_s`` for the whole document (one still arriving then is refused too).
+Past the limit it holds at most what one network read inflates to (64 KB at gzip's 1:1032).
 
 What the browser would have sent goes out unchanged: the request's method, headers (with the
 context's cookies, which Chromium puts there) and body; redirects are not followed (the caller
