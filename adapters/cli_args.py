@@ -263,7 +263,9 @@ def build_second_model(args: argparse.Namespace, concurrency: int = 1) -> Ground
                 "--second-base-url and --second-model need --second-agent (the second model's family)"
             )
         return None
-    local = runs_locally(args.second_agent) or args.backend == "hf"
+    hosted = _facts(args.second_agent)
+    # A hosted family has its provider's host by default: --second-base-url is optional for it.
+    local = runs_locally(args.second_agent) or args.backend == "hf" or bool(hosted and hosted.provider)
     if not local and not args.second_base_urls:
         raise ValueError(f"--second-agent {args.second_agent} needs --second-base-url (its server)")
     second = {

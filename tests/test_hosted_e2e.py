@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from regionfocus.adapters.families.hosted_models import seen_size
 from regionfocus.screenspot_pro.cli import main
 
 from .hosted_like import HostedLike
@@ -70,3 +71,131 @@ def test_screenspot_pro_through_each_provider(provider, request_format, tmp_path
         c.get("image_seen") for r in recs.values() for c in r["trace"].get("calls", []) if not c.get("error")
     )
     assert srv.stats.requests == sum(r["n_calls"] for r in recs.values())
+
+
+class Oracle:
+    """A model that knows where each target is (from the data set's annotations) and answers in
+    its family's frame of the image it received: right on a full screenshot only if the request
+    carried the size the adapter says the model sees and the answer is mapped back through the
+    same frame. Zoomed views (the same instruction asked again) it answers at their centre."""
+
+    def __init__(self, provider: str, data: Path):
+        self.provider = provider
+        self.like = HostedLike(provider)  # its answer formats
+        self.targets: dict[str, tuple[list[float], list[int]]] = {}
+        seen: dict[str, int] = {}
+        for f in sorted((data / "annotations").glob("*.json")):
+            for r in json.loads(f.read_text()):
+                seen[r["instruction"]] = seen.get(r["instruction"], 0) + 1
+                self.targets[r["instruction"]] = (r["bbox"], r["img_size"])
+        self.unique = {k for k, n in seen.items() if n == 1}
+        self.asked: dict[str, int] = {}
+
+    def instruction_in(self, text: str) -> str | None:
+        hits = [k for k in self.targets if k in text]
+        return max(hits, key=len) if hits else None
+
+    def __call__(self, req):
+        from .model_like import request_kind
+        from .provider_servers import Said
+
+        text, image = req.text, req.images[-1]
+        kind = request_kind(text)
+        if kind == "judge":
+            return Said("NO - the star is off the target.\nVerdict: NO")
+        if kind == "choose":
+            return Said("Star 1 is on it.\nSelected point: 1")
+        key = self.instruction_in(text)
+        bbox, size = self.targets[key]
+        cx, cy = (bbox[0] + bbox[2]) / 2, (bbox[1] + bbox[3]) / 2
+        x, y = cx * image.width / size[0], cy * image.height / size[1]
+        if kind == "focal":
+            return Said(f"It should be about {self.like._point(x, y, image.size)}.")
+        self.asked[key] = self.asked.get(key, 0) + 1
+        if self.asked[key] > 1:  # a view: the oracle cannot place it, and says where it looks
+            return self.like._ground(image.width / 2, image.height / 2, image.size, "Perhaps here.")
+        return self.like._ground(x, y, image.size, "There it is.")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("provider", ["anthropic", "gemini", "openai"])
+def test_builtin_data_runs_end_to_end_with_each_provider(provider, tmp_path, monkeypatch, capsys):
+    """The issue's command, `--data builtin` (rendered with Chromium, cached): every sample of the
+    selection is accounted for, the baseline hits every target the oracle could name (the frame
+    maps hold on real 4K screenshots), and RegionFocus rounds ran on top."""
+    from regionfocus.screenspot_pro.builder import builtin_dataset_dir
+
+    monkeypatch.setenv(KEYS[provider], "sk-test-do-not-log-0123456789")
+    oracle = Oracle(provider, builtin_dataset_dir())
+    out = tmp_path / "run"
+    model = {"anthropic": "claude-opus-4-7", "gemini": "gemini-2.5-flash", "openai": "gpt-5.4"}[provider]
+    with ProviderServer(provider, oracle) as srv:
+        argv = [
+            "--data", "builtin", "--out", str(out), "--no-progress", "--limit", "6", "--trigger", "always",
+            "--agent", AGENTS[provider], "--base-url", srv.base_url, "--model", model, "--concurrency", "3",
+        ]  # fmt: skip
+        assert main(argv) == 0, capsys.readouterr().err
+        assert not srv.errors, srv.errors
+    recs = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
+    assert len(recs) == 6 and all(r["status"] == "ok" for r in recs)
+    named = [r for r in recs if r["sample"]["instruction"] in oracle.unique]
+    assert named and all(r["baseline"]["correctness"] == "correct" for r in named)
+    assert all(r["trace"]["rounds"] and r["trace"]["rounds"][0]["views"] for r in recs)  # RegionFocus ran
+    first = recs[0]["trace"]["calls"][0]
+    assert first["image_seen"] == [list(seen_size(provider, model, (3840, 2160)))]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("provider", ["anthropic", "gemini", "openai"])
+def test_every_strategy_runs_with_each_provider(provider, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv(KEYS[provider], "sk-test-do-not-log-0123456789")
+    data = fresh_dataset(tmp_path / "data")
+    out = tmp_path / "run"
+    with ProviderServer(provider, HostedLike(provider)) as srv:
+        argv = [
+            "--data", str(data), "--out", str(out), "--no-progress", "--strategy", "all", "--limit", "4",
+            "--agent", AGENTS[provider], "--base-url", srv.base_url, "--model", MODELS[provider], "--concurrency", "3",
+        ]  # fmt: skip
+        assert main(argv) == 0, capsys.readouterr().err
+        assert not srv.errors, srv.errors
+    recs = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
+    assert len(recs) == 4 and all(r["status"] == "ok" for r in recs)
+    peers = sorted(p.name for p in out.glob("results_*.json") if p.name != "results_baseline.json")
+    assert len(peers) >= 10, peers  # each strategy scored its own results file
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("provider", ["anthropic", "gemini", "openai"])
+def test_a_provider_that_stays_busy_leaves_the_sample_partial(provider, tmp_path, monkeypatch, capsys):
+    """Every RegionFocus focal request is refused with 429 (a 1 ms hint) until the retries run
+    out: the call fails, the sample is recorded partial and stays in the denominator."""
+    from .model_like import request_kind
+    from .provider_servers import Said
+
+    monkeypatch.setenv(KEYS[provider], "sk-test-do-not-log-0123456789")
+    like = HostedLike(provider)
+
+    def busy_on_focal(req):
+        if request_kind(req.text) == "focal":
+            said = Said.rate_limited(provider, 0.001)
+            said.headers = {"retry-after-ms": "1"} if provider != "gemini" else {}
+            return said
+        return like(req)
+
+    data = fresh_dataset(tmp_path / "data")
+    out = tmp_path / "run"
+    with ProviderServer(provider, busy_on_focal) as srv:
+        argv = [
+            "--data", str(data), "--out", str(out), "--no-progress", "--limit", "2", "--trigger", "always",
+            "--agent", AGENTS[provider], "--base-url", srv.base_url, "--model", MODELS[provider],
+        ]  # fmt: skip
+        assert main(argv) == 0, capsys.readouterr().err
+        refused = srv.stats.statuses.count(429)
+    recs = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
+    assert [r["status"] for r in recs] == ["partial", "partial"]
+    calls = [
+        c for r in recs for c in r["trace"]["calls"] + [c for k in r["trace"]["rounds"] for c in k["calls"]]
+    ]
+    failed = [c for c in calls if c.get("error")]
+    assert failed and all("429" in c["error"] for c in failed)
+    assert refused == 2 * 5  # each focal request: the first attempt and 4 retries

@@ -354,3 +354,70 @@ def test_computer_use_needs_a_model_that_has_the_tool():
         GeminiAdapter(model="gemini-2.5-flash", request="computer-use")
     with pytest.raises(ValueError, match="request must be one of"):
         ClaudeAdapter(model="claude-sonnet-4-5", request="agentic")
+
+
+# ------------------------------------------------------------------ the commands
+@pytest.mark.parametrize(
+    ("agent", "extra", "seen", "tool"),
+    [
+        ("claude", [], "1456x819", None),
+        (
+            "claude",
+            ["--model", "claude-opus-4-7", "--request-format", "computer-use"],
+            "2576x1449",
+            '"display_width_px": 2576',
+        ),
+        ("gemini", [], "3840x2160", None),
+        (
+            "gemini",
+            ["--model", "gemini-3.5-flash", "--request-format", "computer-use"],
+            "3840x2160",
+            '"computer_use"',
+        ),
+        ("openai", [], "2048x1152", None),
+        (
+            "openai",
+            ["--image-detail", "original", "--request-format", "computer-use"],
+            "3840x2160",
+            '"type": "computer"',
+        ),
+    ],
+)
+def test_show_prompt_prints_each_providers_request_at_the_size_seen(agent, extra, seen, tool, capsys):
+    from regionfocus.adapters.cli import main as adapters_main
+
+    assert adapters_main(["show-prompt", "--agent", agent, "--size", "3840x2160", *extra]) == 0
+    out = capsys.readouterr().out
+    body = json.loads(out)
+    assert f"{seen} px>" in out and "model" in body
+    assert (tool in out) if tool else ("tools" not in body and "computerUse" not in out)
+
+
+@pytest.mark.parametrize("agent", ["claude", "gemini", "openai"])
+def test_show_prompt_prints_every_request_kind(agent, capsys):
+    from regionfocus.adapters.cli import SHOW_KINDS
+    from regionfocus.adapters.cli import main as adapters_main
+
+    for kind in SHOW_KINDS:
+        assert adapters_main(["show-prompt", "--agent", agent, "--kind", kind, "--size", "1280x800"]) == 0, (
+            kind
+        )
+        assert "px>" in capsys.readouterr().out, kind
+
+
+def test_a_missing_sdk_exits_2_naming_the_hosted_extra(tmp_path):
+    import subprocess
+    import sys
+
+    from .test_screenspot_helpers import fresh_dataset
+
+    data = fresh_dataset(tmp_path / "data")
+    code = (
+        "import sys\nsys.modules['anthropic'] = None  # what a missing package looks like\n"
+        "from regionfocus.cli import main\n"
+        f"sys.exit(main(['screenspot-pro', '--data', {str(data)!r}, '--out', {str(tmp_path / 'run')!r}, "
+        "'--agent', 'claude', '--model', 'claude-sonnet-4-5']))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr
+    assert "pip install 'regionfocus[hosted]'" in done.stderr and "Traceback" not in done.stderr

@@ -23,6 +23,7 @@ Every answer is mapped back to pixels of the image the caller gave. Sources:
 
 from __future__ import annotations
 
+import asyncio
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,7 +40,7 @@ from regionfocus.adapters.families.resize import Resized
 from regionfocus.adapters.families.vlm import VlmAdapter
 from regionfocus.adapters.model_text import bounded, finite_number, sound_action
 from regionfocus.geometry import Point
-from regionfocus.model import Option, Query
+from regionfocus.model import ModelReply, Option, Query
 from regionfocus.resample import bicubic
 
 REQUESTS = ("prompt", "computer-use")
@@ -290,6 +291,30 @@ class HostedAdapter(VlmAdapter):
         options = getattr(prompt, "options", None) or {}
         resp = await self._complete(prompt.messages, temperature, **options)
         return resp.text, resp.text, resp.usage
+
+    async def sample(self, image: Image.Image, query: Query, n: int, temperature: float) -> Any:
+        """``n`` grounding answers on ``image`` (the strategies' sampling): ``n`` requests, each
+        with the family's own request (tools included) and ``temperature`` where the model takes
+        one; no provider here returns token log-probabilities, so confidences are None."""
+        from regionfocus.strategies.protocol import Samples  # the core's type; adapters may import the core
+
+        resized = await self.model_image(image)
+        kind = "agent" if query.mode == "agent" else "grounding"
+        prompt = self.task_prompt(kind, resized, image.size, query, False)
+        del resized
+        answers = await asyncio.gather(*(self.ask(prompt, temperature) for _ in range(n)))
+        replies = []
+        for text, _, _ in answers:
+            action = self.parse_action(text, *image.size)
+            replies.append(ModelReply(text, action=action, point=action.point if action else None))
+        usage = answers[0][2] if answers else None
+        if usage is not None:
+            usage.latency_s = max(u.latency_s for _, _, u in answers)
+            for name in ("prompt_tokens", "completion_tokens", "cached_tokens"):
+                values = [getattr(u, name) for _, _, u in answers if getattr(u, name) is not None]
+                setattr(usage, name, sum(values) if values else None)
+            return Samples(replies, [None] * len(replies), usage)
+        return Samples(replies, [None] * len(replies))
 
     def format_action(self, action: Action, given: tuple[int, int]) -> str:
         """An earlier step in plain words, points in the family's text frame."""
