@@ -12,8 +12,31 @@ import json
 import sys
 from pathlib import Path
 
-from regionfocus.kit.command import Parser, UsageError, ending, exit_codes, run_command
+from regionfocus.adapters.cli_args import (
+    add_agent_arguments,
+    add_reasoning_arguments,
+    build_model,
+    coat_from_args,
+    request_identity,
+)
+from regionfocus.adapters.reasoning.coat_model import CoatModel
+from regionfocus.kit.command import (
+    Parser,
+    Subcommand,
+    UsageError,
+    at_least_one,
+    default_out,
+    dispatch,
+    ending,
+    exit_codes,
+    subcommand_help,
+)
+from regionfocus.kit.runlog import RunFolder, atomic_write_text
 from regionfocus.model import GroundingModel
+
+from .episodes import load_aitz
+from .runner import RECORD_FIELDS, run_episodes
+from .scoring import prediction_from_dict, read_predictions, score
 
 PROG = "regionfocus aitz"
 
@@ -21,21 +44,21 @@ DESCRIPTION = """\
 Android in the Zoo (AITZ) with the CoAT paper's action matching: atomic accuracy per action
 type, the format hit rate, and per episode success and goal progress.
 
-  regionfocus aitz score DATA PREDICTIONS.jsonl
-      score a predictions file: one JSON line per step,
-      {"episode_id": "...", "step_id": 0, "prediction": {"type": "click", "point": [x, y]}}
+commands:
+{commands}
+
+  score: a predictions file holds one JSON line per step,
+      {{"episode_id": "...", "step_id": 0, "prediction": {{"type": "click", "point": [x, y]}}}}
       (types click, scroll, type, press, stop; points in image pixels; "type": null for an
       unreadable answer; a step without a line counts as unanswered)
-
-  regionfocus aitz run DATA --agent qwen2.5-vl --base-url URL --model NAME [--reasoning coat]
-      ask an agent for every step, with the gold history before it (teacher forcing, as the
+  run: asks an agent for every step, with the gold history before it (teacher forcing, as the
       paper evaluates); writes records.jsonl, predictions.jsonl and summary.md to --out and
-      resumes when rerun
+      resumes when rerun, e.g.
+      regionfocus aitz run DATA --agent qwen2.5-vl --base-url URL --model NAME [--reasoning coat]
 
 DATA: a folder of AITZ episode files (the released layout; images beside them or under DATA).
 
 """
-DESCRIPTION += exit_codes("episodes")
 
 
 def score_parser() -> argparse.ArgumentParser:
@@ -56,8 +79,6 @@ def score_parser() -> argparse.ArgumentParser:
 
 
 def run_parser() -> argparse.ArgumentParser:
-    from regionfocus.adapters.cli_args import add_agent_arguments, add_reasoning_arguments
-
     p = Parser(
         prog=f"{PROG} run",
         description="Run an agent over AITZ episodes (teacher-forced).",
@@ -65,7 +86,7 @@ def run_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("data", metavar="DATA", help="folder of AITZ episode files")
-    p.add_argument("--out", metavar="RUN_DIR", help="run folder (default: runs/aitz-<agent>)")
+    p.add_argument("--out", metavar="RUN_DIR", help=f"run folder (default: {default_out('aitz', '<agent>')})")
     p.add_argument("--limit", type=int, metavar="N", help="the first N episodes (in file order)")
     p.add_argument("--concurrency", type=int, default=4, metavar="N", help="episodes in flight (default 4)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -78,9 +99,7 @@ def run_parser() -> argparse.ArgumentParser:
 
 
 def cmd_score(argv: list[str]) -> int:
-    from .episodes import load_aitz
-    from .scoring import read_predictions, score
-
+    """score a predictions file against AITZ episodes"""
     args = score_parser().parse_args(argv)
     episodes = load_aitz(args.data)
     predictions = read_predictions(args.predictions)
@@ -94,26 +113,17 @@ def cmd_score(argv: list[str]) -> int:
 
 
 def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
-    from regionfocus.adapters.cli_args import build_model, coat_from_args, request_identity
-    from regionfocus.kit.runlog import RunFolder, atomic_write_text
-
-    from .episodes import load_aitz
-    from .runner import RECORD_FIELDS, run_episodes
-    from .scoring import prediction_from_dict, score
-
+    """run an agent over AITZ episodes, teacher-forced"""
     args = run_parser().parse_args(argv)
-    if args.concurrency < 1:
-        raise ValueError(f"--concurrency must be >= 1, got {args.concurrency}")
+    at_least_one("--concurrency", args.concurrency)
     coat = coat_from_args(args)
     episodes = load_aitz(args.data)[: args.limit]
     owned = model is None
     if model is None:
         model = build_model(args, concurrency=args.concurrency, coat=coat)
     elif coat is not None:
-        from regionfocus.adapters.reasoning.coat_model import CoatModel
-
         model = CoatModel(model, coat)
-    out = Path(args.out or f"runs/aitz-{args.agent}")
+    out = Path(args.out or default_out("aitz", args.agent))
     identity = {
         "data": str(Path(args.data).resolve()),
         "agent": args.agent,
@@ -149,24 +159,41 @@ def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
             if owned and closer is not None:
                 await closer()
 
-    records = asyncio.run(go())
+    return _write_outputs(out, args.agent, episodes, asyncio.run(go()))
+
+
+def _write_outputs(out: Path, agent: str, episodes: list, records: list[dict]) -> int:
+    """predictions.jsonl and summary.md of a finished run, the table and last line printed;
+    the exit code the run earns."""
+    steps = [(r, s) for r in records for s in r.get("steps", [])]
     predictions = {
-        (r["id"], s["step_id"]): prediction_from_dict(s["prediction"], f"record {r['id']}")
-        for r in records
-        for s in r.get("steps", [])
+        (r["id"], s["step_id"]): prediction_from_dict(s["prediction"], f"record {r['id']}") for r, s in steps
     }
     lines = [
-        json.dumps({"episode_id": r["id"], "step_id": s["step_id"], "prediction": s["prediction"]})
-        for r in records
-        for s in r.get("steps", [])
+        json.dumps({"episode_id": r["id"], "step_id": s["step_id"], "prediction": s["prediction"]}) + "\n"
+        for r, s in steps
     ]
-    atomic_write_text(out / "predictions.jsonl", "".join(line + "\n" for line in lines))
+    atomic_write_text(out / "predictions.jsonl", "".join(lines))
     table = score(episodes, predictions).table()
     line, code = ending(records, "episodes", len(episodes))
-    atomic_write_text(out / "summary.md", f"# AITZ, {args.agent}\n\n```\n{table}\n```\n\n{line}.\n")
+    atomic_write_text(out / "summary.md", f"# AITZ, {agent}\n\n```\n{table}\n```\n\n{line}.\n")
     print(table)
     print(line)
     return code
+
+
+SUBCOMMANDS = {
+    "score": Subcommand(cmd_score, "DATA PREDICTIONS.jsonl"),
+    "run": Subcommand(cmd_run, "DATA --agent AGENT ..."),
+}
+
+
+def _help(argv: list[str]) -> int:
+    """What runs when no subcommand is named: the overview, or bad input naming the word."""
+    if not argv or argv[0] in ("-h", "--help"):
+        print(DESCRIPTION.format(commands=subcommand_help(PROG, SUBCOMMANDS)) + exit_codes("episodes"))
+        return 0
+    raise UsageError(f"{PROG}: error: unknown command {argv[0]!r} (choose from {', '.join(SUBCOMMANDS)})")
 
 
 def main(argv: list[str] | None = None, *, model: GroundingModel | None = None) -> int:
@@ -174,18 +201,8 @@ def main(argv: list[str] | None = None, *, model: GroundingModel | None = None) 
 
     ``model``: run this GroundingModel instead of the one the flags describe."""
     argv = list(sys.argv[1:] if argv is None else argv)
-
-    def body() -> int:
-        if not argv or argv[0] in ("-h", "--help"):
-            print(DESCRIPTION)
-            return 0
-        if argv[0] == "score":
-            return cmd_score(argv[1:])
-        if argv[0] == "run":
-            return cmd_run(argv[1:], model)
-        raise UsageError(f"{PROG}: unknown command {argv[0]!r} (score or run)")
-
-    return run_command(PROG, body, "episodes")
+    table = {**SUBCOMMANDS, "run": Subcommand(lambda rest: cmd_run(rest, model), SUBCOMMANDS["run"].args)}
+    return dispatch(PROG, argv, table, _help, "episodes")
 
 
 if __name__ == "__main__":

@@ -12,9 +12,43 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from regionfocus.kit.command import Parser, exit_codes, run_command
+from PIL import Image
+
+from regionfocus.adapters.cli_args import (
+    add_agent_arguments,
+    add_second_agent_arguments,
+    build_model,
+    build_second_model,
+    request_identity,
+)
+from regionfocus.adapters.redact import redact_url
+from regionfocus.kit import hub
+from regionfocus.kit.command import (
+    Parser,
+    Subcommand,
+    at_least_one,
+    default_out,
+    dispatch,
+    ending,
+    exit_codes,
+    subcommand_help,
+)
+from regionfocus.kit.flags import (
+    add_regionfocus_arguments,
+    add_strategy_argument,
+    config_from_args,
+    strategy_names,
+)
 from regionfocus.kit.prices import load as load_prices
+from regionfocus.kit.runlog import read_config, selected_count
+from regionfocus.kit.shards import add_shard_argument, merge_shards, select
 from regionfocus.model import GroundingModel
+
+from .dataset import DEFAULT_MAX_IMAGE_PIXELS, Selection
+from .formats import FORMATS, Format, detect
+from .report import compare_runs, load_run, table_for_run, write_reports
+from .runner import run_screenspot
+from .strategies import fit_to_model, second_options
 
 PROG = "regionfocus screenspot-pro"
 
@@ -33,15 +67,9 @@ example (the benchmark from the Hugging Face Hub, kept in its cache and pinned t
 example (a model behind an OpenAI-compatible server, e.g. `vllm serve`):
   regionfocus screenspot-pro --data ~/ScreenSpot-Pro --agent qwen2.5-vl \\
       --base-url http://127.0.0.1:8000/v1 --model Qwen/Qwen2.5-VL-7B-Instruct --concurrency 16
-
-other commands:
-  regionfocus screenspot-pro report RUN_DIR            rebuild results and reports from a run folder
-  regionfocus screenspot-pro compare RUN_A RUN_B       two runs side by side
-  regionfocus screenspot-pro merge OUT SHARD_DIR...    one run folder from the --shard I/N runs
-  regionfocus screenspot-pro build-sample OUT_DIR      render a small ScreenSpot-Pro-format set
 """
 
-EPILOG = """\
+FILES = """\
 files written to RUN_DIR (--out):
   records.jsonl          one JSON record per finished sample (points, verdict, trigger, the full
                          RegionFocus trace, calls, tokens, seconds); append-only, resumable
@@ -54,29 +82,42 @@ files written to RUN_DIR (--out):
   summary.md             the paper's Table 1 layout, per application, trigger rate, judge quality,
                          flips, cost per sample
   report.html            one self-contained page to browse samples with their overlays
-
-data layout (--data DIR), told apart by its annotation files; the run folder pins which:
-  ScreenSpot-Pro   annotations/<app>_<platform>.json, images/
-  ScreenSpot-v2    screenspot_{mobile,desktop,web}_v2.json, screenspotv2_image/
-  OSWorld-G        OSWorld-G.json (--task OSWorld-G_refined), classification_result.json, images/
-  UI-Vision        annotations/element_grounding/element_grounding_{basic,functional,spatial}.json, images/
 """
 
-SUBCOMMANDS = ("report", "compare", "merge", "build-sample")
+
+def data_layouts(formats: tuple[Format, ...] = FORMATS) -> str:
+    """The ``--help`` paragraph of the benchmarks ``--data`` reads, from their table."""
+    width = max(len(f.title) for f in formats)
+    lines = [
+        f"  {f.title:<{width}}  {f.pattern}, {f.images}/"
+        + (f" (default --task {','.join(f.default_tasks)})" if f.default_tasks else "")
+        for f in formats
+    ]
+    return (
+        "data layout (--data DIR), told apart by its annotation files; the run folder pins which:\n"
+        + "\n".join(lines)
+    )
 
 
 def run_parser() -> argparse.ArgumentParser:
-    from regionfocus.adapters.cli_args import add_agent_arguments, add_second_agent_arguments
-    from regionfocus.kit.flags import add_regionfocus_arguments
-    from regionfocus.kit.shards import add_shard_argument
-
     p = Parser(
         prog=PROG,
-        description=DESCRIPTION,
-        epilog=EPILOG + "\n" + exit_codes("samples"),
+        description=f"{DESCRIPTION}\nother commands:\n{subcommand_help(PROG, SUBCOMMANDS)}",
+        epilog=f"{FILES}\n{data_layouts()}\n\n{exit_codes('samples')}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    d = p.add_argument_group("data")
+    _data_arguments(p.add_argument_group("data"))
+    r = p.add_argument_group("run")
+    _run_arguments(r)
+    _transport_arguments(r)
+    add_shard_argument(r)
+    add_agent_arguments(p)
+    add_second_agent_arguments(p)
+    add_regionfocus_arguments(p)
+    return p
+
+
+def _data_arguments(d: argparse._ArgumentGroup) -> None:
     d.add_argument(
         "--data",
         required=True,
@@ -108,8 +149,12 @@ def run_parser() -> argparse.ArgumentParser:
         help="refuse screenshots larger than N pixels (width x height, read from the file header "
         "before anything is decoded; default 64000000, about 8K)",
     )
-    r = p.add_argument_group("run")
-    r.add_argument("--out", metavar="RUN_DIR", help="run folder (default: runs/screenspot-pro-<agent>)")
+
+
+def _run_arguments(r: argparse._ArgumentGroup) -> None:
+    r.add_argument(
+        "--out", metavar="RUN_DIR", help=f"run folder (default: {default_out('screenspot-pro', '<agent>')})"
+    )
     r.add_argument("--concurrency", type=int, default=4, metavar="N", help="samples in flight (default 4)")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
     r.add_argument(
@@ -118,15 +163,22 @@ def run_parser() -> argparse.ArgumentParser:
         help="on resume, rerun samples recorded as errors (e.g. the server was down); "
         "finished samples are never rerun",
     )
-    r.add_argument(
-        "--strategy",
-        metavar="NAMES",
-        help="test-time strategies to compare on the same samples, comma-separated "
-        "(regionfocus,zoomclick,narrowing,...; 'all' = every one that needs no second model; "
-        "`regionfocus strategies` lists them). The baseline runs once; each writes "
-        "results_<name>.json and a row of the comparison in summary.md and report.html; "
-        "zoom-consistency routes between --agent and --second-agent when given. Default: regionfocus",
+    add_strategy_argument(
+        r,
+        "All run on the same samples from one baseline; each writes results_<name>.json and a row "
+        "of the comparison in summary.md and report.html; zoom-consistency routes between --agent "
+        "and --second-agent when given.",
     )
+    r.add_argument(
+        "--prices",
+        metavar="FILE",
+        help="a price table (TOML: [[model]] match, input, cached_input, output in USD per million "
+        "tokens) for the USD columns of summary.md and report.html, instead of the built-in one "
+        "(regionfocus/kit/data/prices.toml, hosted models with their sources)",
+    )
+
+
+def _transport_arguments(r: argparse._ArgumentGroup) -> None:
     r.add_argument(
         "--image-workers",
         type=int,
@@ -149,18 +201,6 @@ def run_parser() -> argparse.ArgumentParser:
         default="bmp",
         help="files of --local-media-dir: bmp (uncompressed, default) or png (lossless, ~4x smaller)",
     )
-    r.add_argument(
-        "--prices",
-        metavar="FILE",
-        help="a price table (TOML: [[model]] match, input, cached_input, output in USD per million "
-        "tokens) for the USD columns of summary.md and report.html, instead of the built-in one "
-        "(regionfocus/kit/data/prices.toml, hosted models with their sources)",
-    )
-    add_shard_argument(r)
-    add_agent_arguments(p)
-    add_second_agent_arguments(p)
-    add_regionfocus_arguments(p)
-    return p
 
 
 def _identity(
@@ -197,8 +237,6 @@ def _identity(
 def _resolve_data(arg: str, out: str | None = None) -> tuple[Path, str | None]:
     """The folder ``--data`` names, and for a Hub set its pinned id (hf:OWNER/NAME@commit); a
     rerun into ``out`` reads the commit its config.json pinned when ``arg`` names no revision."""
-    from regionfocus.kit import hub
-
     if hub.is_hub(arg):
         spec = hub.parse_spec(arg)
         if out:
@@ -220,6 +258,8 @@ def _resolve_data(arg: str, out: str | None = None) -> tuple[Path, str | None]:
 
 
 def _builder():
+    # Imported on use: the builder renders with Playwright (the browser extra), which a run
+    # on a data folder does not need.
     try:
         from . import builder
     except ModuleNotFoundError as e:
@@ -231,30 +271,9 @@ def _builder():
     return builder
 
 
-def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
-    from PIL import Image
-
-    from regionfocus.adapters.cli_args import build_model, build_second_model, request_identity
-    from regionfocus.adapters.redact import redact_url
-    from regionfocus.kit.flags import config_from_args
-
-    from .dataset import DEFAULT_MAX_IMAGE_PIXELS, Selection
-    from .formats import detect
-    from .report import table_for_run
-    from .runner import run_screenspot
-
-    args = run_parser().parse_args(argv)
-    if args.concurrency < 1:
-        raise ValueError(f"--concurrency must be >= 1, got {args.concurrency}")
-    config = config_from_args(args)
-    from .strategies import resolve, second_options
-
-    strategies = resolve(args.strategy)
-    second = build_second_model(args, concurrency=args.concurrency)
-    options = second_options(strategies, second)
-    data_dir, data_id = _resolve_data(args.data, args.out)
+def _selection(args: argparse.Namespace) -> Selection:
     tasks = tuple(t.strip() for t in args.task.split(",") if t.strip()) if args.task != "all" else ()
-    selection = Selection(
+    return Selection(
         tasks=tasks,
         groups=tuple(args.group),
         applications=tuple(args.app),
@@ -262,49 +281,71 @@ def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
         language=args.language,
         limit=args.limit,
     )
+
+
+def _load_samples(args: argparse.Namespace, data_dir: Path) -> tuple[Format, list]:
+    """The benchmark in ``data_dir`` and this shard's samples of the selection. Raises
+    ValueError for a selection or shard holding none."""
     max_pixels = DEFAULT_MAX_IMAGE_PIXELS if args.max_image_pixels is None else args.max_image_pixels
-    if max_pixels < 1:
-        raise ValueError(f"--max-image-pixels must be >= 1, got {max_pixels}")
+    at_least_one("--max-image-pixels", max_pixels)
     # This process decodes what the loader accepted; Pillow's global guard must not be stricter.
     Image.MAX_IMAGE_PIXELS = max(Image.MAX_IMAGE_PIXELS or 0, max_pixels)
     fmt = detect(data_dir)
-    samples = fmt.load(data_dir, selection, max_image_pixels=max_pixels)
+    samples = fmt.load(data_dir, _selection(args), max_image_pixels=max_pixels)
     if not samples:
         raise ValueError(f"no samples in {data_dir} match the filters (task/group/app/ui-type)")
-    from regionfocus.kit.shards import select
-
     n_all, samples = len(samples), select(samples, args.shard)
     if not samples:
         raise ValueError(f"shard {args.shard} holds none of the {n_all} selected samples; use fewer shards")
-    if args.prices:
-        load_prices(args.prices)  # a table that does not read fails before any model call
-    out = Path(args.out or f"runs/{fmt.name}-{args.agent}")
-    owned = model is None  # a model the caller passed in is the caller's to close
-    if model is None:
-        model = build_model(args, concurrency=args.concurrency)
-        if args.local_media_dir:
-            backend = getattr(model, "backend", None)
-            if not hasattr(backend, "use_local_media"):
-                raise ValueError("--local-media-dir needs an HTTP agent (--base-url)")
-            backend.use_local_media(args.local_media_dir, args.local_format)
-    from .strategies import fit_to_model
+    return fmt, samples
 
-    strategies, unfit = fit_to_model(strategies, model, every=(args.strategy or "").strip().lower() == "all")
-    for name, reason in unfit.items():
-        print(f"--strategy all: {name} left out: {reason}", file=sys.stderr)
-    invocation = {
+
+def _model(args: argparse.Namespace) -> GroundingModel:
+    """The model the agent flags describe, with --local-media-dir applied."""
+    model = build_model(args, concurrency=args.concurrency)
+    if args.local_media_dir:
+        backend = getattr(model, "backend", None)
+        if not hasattr(backend, "use_local_media"):
+            raise ValueError("--local-media-dir needs an HTTP agent (--base-url)")
+        backend.use_local_media(args.local_media_dir, args.local_format)
+    return model
+
+
+def _invocation(args: argparse.Namespace, n_selected: int) -> dict[str, Any]:
+    """Run settings recorded but not pinned: a resume may change them."""
+    second = (
+        {"second_base_urls": [redact_url(u) for u in args.second_base_urls]} if args.second_base_urls else {}
+    )
+    return {
         "limit": args.limit,
         "timeout": args.timeout,
         "base_urls": [redact_url(u) for u in args.base_urls] if args.base_urls else args.base_urls,
-        **(
-            {"second_base_urls": [redact_url(u) for u in args.second_base_urls]}
-            if args.second_base_urls
-            else {}
-        ),
+        **second,
         "max_in_flight": args.max_in_flight,
-        "n_selected": len(samples),
+        "n_selected": n_selected,
         "prices": str(Path(args.prices).resolve()) if args.prices else None,
     }
+
+
+def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
+    """ground the selected samples (the default command; see above)"""
+    args = run_parser().parse_args(argv)
+    at_least_one("--concurrency", args.concurrency)
+    config = config_from_args(args)
+    strategies = strategy_names(args.strategy)
+    second = build_second_model(args, concurrency=args.concurrency)
+    options = second_options(strategies, second)
+    data_dir, data_id = _resolve_data(args.data, args.out)
+    fmt, samples = _load_samples(args, data_dir)
+    if args.prices:
+        load_prices(args.prices)  # a table that does not read fails before any model call
+    out = Path(args.out or default_out(fmt.name, args.agent))
+    owned = model is None  # a model the caller passed in is the caller's to close
+    model = _model(args) if model is None else model
+    strategies, unfit = fit_to_model(strategies, model, every=(args.strategy or "").strip().lower() == "all")
+    for name, reason in unfit.items():
+        print(f"--strategy all: {name} left out: {reason}", file=sys.stderr)
+    identity = {**_identity(args, data_dir, fmt.name, data_id), "request": request_identity(model)}
     print(f"{len(samples)} samples from {data_dir} -> {out}", file=sys.stderr)
 
     async def run_then_close() -> None:
@@ -316,8 +357,8 @@ def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
                 out,
                 enabled=not args.no_regionfocus,
                 concurrency=args.concurrency,
-                identity={**_identity(args, data_dir, fmt.name, data_id), "request": request_identity(model)},
-                invocation=invocation,
+                identity=identity,
+                invocation=_invocation(args, len(samples)),
                 progress=False if args.no_progress else None,
                 retry_errors=args.retry_errors,
                 strategies=strategies,
@@ -326,10 +367,9 @@ def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
                 options=options,
             )
         finally:
-            if owned:
-                await _close(model)
-            if second is not None:
-                await _close(second)
+            for m in (model if owned else None, second):
+                if m is not None:
+                    await _close(m)
 
     asyncio.run(run_then_close())
     print(table_for_run(out))
@@ -340,11 +380,6 @@ def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
 def print_ending(run_dir: str | Path) -> int:
     """Print what the run holds (finished of selected, errors, partial) as the last line; the
     exit code it earns (every sample failed: :data:`~regionfocus.kit.command.ALL_FAILED`)."""
-    from regionfocus.kit.command import ending
-    from regionfocus.kit.runlog import read_config, selected_count
-
-    from .report import load_run
-
     line, code = ending(load_run(run_dir), "samples", selected_count(read_config(run_dir)))
     print(line)
     return code
@@ -362,8 +397,7 @@ async def _close(model: GroundingModel) -> None:
 
 
 def cmd_report(argv: list[str]) -> int:
-    from .report import table_for_run, write_reports
-
+    """rebuild results and reports from a run folder"""
     p = Parser(prog=f"{PROG} report", description="Rebuild results, summary.md and report.html from RUN_DIR.")
     p.add_argument("run_dir", metavar="RUN_DIR")
     p.add_argument("--thumb-width", type=int, default=1200, help="width of the report's screenshots (px)")
@@ -391,8 +425,7 @@ def cmd_report(argv: list[str]) -> int:
 
 
 def cmd_compare(argv: list[str]) -> int:
-    from .report import compare_runs
-
+    """two runs side by side"""
     p = Parser(prog=f"{PROG} compare", description="Print two run folders side by side (accuracy in %).")
     p.add_argument("run_a", metavar="RUN_A")
     p.add_argument("run_b", metavar="RUN_B")
@@ -402,10 +435,7 @@ def cmd_compare(argv: list[str]) -> int:
 
 
 def cmd_merge(argv: list[str]) -> int:
-    from regionfocus.kit.shards import merge_shards
-
-    from .report import table_for_run, write_reports
-
+    """one run folder from the --shard I/N runs"""
     p = Parser(
         prog=f"{PROG} merge",
         description="One run folder from the folders of a --shard I/N run (all N of them): the same "
@@ -424,6 +454,7 @@ def cmd_merge(argv: list[str]) -> int:
 
 
 def cmd_build_sample(argv: list[str]) -> int:
+    """render a small ScreenSpot-Pro-format set"""
     p = Parser(
         prog=f"{PROG} build-sample",
         description="Render a ScreenSpot-Pro-format set (annotations/, images/) with Chromium.",
@@ -442,25 +473,21 @@ def cmd_build_sample(argv: list[str]) -> int:
     return 0
 
 
+SUBCOMMANDS = {
+    "report": Subcommand(cmd_report, "RUN_DIR"),
+    "compare": Subcommand(cmd_compare, "RUN_A RUN_B"),
+    "merge": Subcommand(cmd_merge, "OUT SHARD_DIR..."),
+    "build-sample": Subcommand(cmd_build_sample, "OUT_DIR"),
+}
+
+
 def main(argv: list[str] | None = None, *, model: GroundingModel | None = None) -> int:
     """ground instructions on ScreenSpot-Pro screenshots (baseline and RegionFocus in one pass)
 
     ``model``: use this GroundingModel instead of the one the flags describe (for Python
     callers wrapping their own agent)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-
-    def body() -> int:
-        if argv and argv[0] == "report":
-            return cmd_report(argv[1:])
-        if argv and argv[0] == "compare":
-            return cmd_compare(argv[1:])
-        if argv and argv[0] == "merge":
-            return cmd_merge(argv[1:])
-        if argv and argv[0] == "build-sample":
-            return cmd_build_sample(argv[1:])
-        return cmd_run(argv, model)
-
-    return run_command(PROG, body, "samples")
+    return dispatch(PROG, argv, SUBCOMMANDS, lambda rest: cmd_run(rest, model), "samples")
 
 
 if __name__ == "__main__":

@@ -6,17 +6,54 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import shutil
 import sys
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from regionfocus import RegionFocusAgent, __version__
+from regionfocus.a11y import PHASES
+from regionfocus.adapters.backends.openai_http import OpenAIBackend
+from regionfocus.adapters.cli_args import (
+    add_agent_arguments,
+    add_reasoning_arguments,
+    build_model,
+    coat_from_args,
+    request_identity,
+    text_only_config,
+)
 from regionfocus.adapters.redact import redact_url
-from regionfocus.kit.command import exit_codes, run_command
-from regionfocus.kit.flags import add_regionfocus_arguments, config_from_args
-from regionfocus.kit.shards import add_shard_argument
+from regionfocus.adapters.registry import facts
+from regionfocus.kit.command import (
+    Parser,
+    Subcommand,
+    at_least_one,
+    default_out,
+    dispatch,
+    ending,
+    exit_codes,
+    subcommand_help,
+)
+from regionfocus.kit.flags import (
+    REGIONFOCUS,
+    add_regionfocus_arguments,
+    add_strategy_argument,
+    config_from_args,
+    strategy_names,
+)
+from regionfocus.kit.runlog import read_config, selected_count
+from regionfocus.kit.shards import add_shard_argument, merge_shards, select
+from regionfocus.strategies import get_strategy
 
+from .judge import format_summary, judge_run
+from .report import compare_runs, summary_markdown, write_report
+from .rundir import RunDir, read_json, read_results, write_json
+from .tasks import load_tasks
+
+PROG = "regionfocus webvoyager"
 EXAMPLES = """examples:
   # offline, CPU only: the OCR stand-in (fixed rules, not a model) on the curated MiniWoB++
   # tasks, then without RegionFocus; it reads MiniWoB++'s instruction wording through the
@@ -74,24 +111,34 @@ def default_viewport(agent: str) -> tuple[int, int]:
     """The agent's own browser window (its ``viewport`` fact: the paper's 2240x1260 for
     Qwen2.5-VL and the families fine-tuned from Qwen, 1440x1440 for UI-TARS). Raises ValueError
     for an unknown agent."""
-    from regionfocus.adapters.registry import facts
-
     return facts(agent).viewport
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from regionfocus.adapters.cli_args import add_agent_arguments, add_reasoning_arguments
+OBSERVATIONS = ("screenshot", "a11y", "compressed-a11y", "screenshot+compressed-a11y")
 
-    p = argparse.ArgumentParser(
-        prog="regionfocus webvoyager",
+
+def build_parser() -> argparse.ArgumentParser:
+    p = Parser(
+        prog=PROG,
         description="Run a GUI agent (optionally wrapped by RegionFocus) in headless Chromium on "
-        "WebVoyager tasks or offline MiniWoB++ pages. Subcommands: `judge RUN_DIR` (auto-evaluation "
-        "with a VLM), `report RUN_DIR` (rebuild summary and report.html) and `merge OUT SHARD_DIR...` "
-        "(one run folder from the folders of a --shard I/N run).",
+        "WebVoyager tasks or offline MiniWoB++ pages.\n\nother commands:\n"
+        + subcommand_help(PROG, SUBCOMMANDS),
         epilog=EXAMPLES + "\n" + exit_codes("tasks"),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     g = p.add_argument_group("tasks and run")
+    _task_arguments(g)
+    _run_arguments(g)
+    _browser_arguments(g)
+    _observation_arguments(g)
+    add_shard_argument(g)
+    add_agent_arguments(p)
+    add_reasoning_arguments(p)
+    add_regionfocus_arguments(p)
+    return p
+
+
+def _task_arguments(g: argparse._ArgumentGroup) -> None:
     g.add_argument(
         "--tasks",
         required=True,
@@ -103,7 +150,32 @@ def build_parser() -> argparse.ArgumentParser:
         "the paper's tables in RUN_DIR/screen_to_text.md)",
     )
     g.add_argument("--answers", metavar="FILE", help="WebVoyager reference-answer JSON (kept with each task)")
-    g.add_argument("--out", required=True, metavar="RUN_DIR", help="run folder (created, or resumed)")
+    g.add_argument(
+        "--episodes-per-task",
+        type=int,
+        default=1,
+        metavar="K",
+        help="MiniWoB++ episodes per task (default 1)",
+    )
+    g.add_argument(
+        "--seed", type=int, default=0, help="MiniWoB++ episode k of each task uses seed S+k (default 0)"
+    )
+    g.add_argument(
+        "--task-zoom",
+        type=float,
+        default=None,
+        metavar="Z",
+        help="CSS zoom of the 160x210 px MiniWoB++ task (default 1.25: visible, yet small in a large screen, "
+        "so an agent's ~1 MP pixel budget makes its text hard to read)",
+    )
+
+
+def _run_arguments(g: argparse._ArgumentGroup) -> None:
+    g.add_argument(
+        "--out",
+        metavar="RUN_DIR",
+        help=f"run folder, created or resumed (default: {default_out('webvoyager', '<agent>')})",
+    )
     g.add_argument(
         "--max-steps",
         type=int,
@@ -118,30 +190,29 @@ def build_parser() -> argparse.ArgumentParser:
         help="steps a model decides per task: an agent's answer or a RegionFocus round, several commands "
         "of one answer being one (default 10 for screen-to-text, the paper's; no cap otherwise)",
     )
+    g.add_argument("--concurrency", type=int, default=1, metavar="N", help="tasks in parallel (default 1)")
+    add_strategy_argument(
+        g,
+        "Each is the refinement run when a trigger fires (zoomclick, e.g., starts from the click that "
+        "failed and crops through the browser's true zoom). A live episode's path depends on its "
+        "strategy, so several names run the tasks once per strategy, each in its own run folder "
+        "OUT/<name> (one name: OUT itself); `compare` sets two side by side.",
+    )
+    g.add_argument("--no-progress", action="store_true", help="no progress bar")
+    g.add_argument(
+        "--retry-errors",
+        action="store_true",
+        help="on resume, run again the tasks recorded with an error (kept and counted otherwise)",
+    )
+    g.add_argument("-v", "--verbose", action="store_true", help="log each task's problems")
+
+
+def _browser_arguments(g: argparse._ArgumentGroup) -> None:
     g.add_argument(
         "--viewport",
         type=_viewport,
         metavar="WxH",
         help="browser viewport = screenshot size in px (default 1440x1440; 2240x1260 for qwen agents)",
-    )
-    g.add_argument(
-        "--episodes-per-task",
-        type=int,
-        default=1,
-        metavar="K",
-        help="MiniWoB++ episodes per task (default 1)",
-    )
-    g.add_argument(
-        "--seed", type=int, default=0, help="MiniWoB++ episode k of each task uses seed S+k (default 0)"
-    )
-    g.add_argument("--concurrency", type=int, default=1, metavar="N", help="tasks in parallel (default 1)")
-    g.add_argument(
-        "--task-zoom",
-        type=float,
-        default=None,
-        metavar="Z",
-        help="CSS zoom of the 160x210 px MiniWoB++ task (default 1.25: visible, yet small in a large screen, "
-        "so an agent's ~1 MP pixel budget makes its text hard to read)",
     )
     g.add_argument(
         "--browser", metavar="PATH", help="Chromium executable (default Debian's /usr/lib/chromium/chromium)"
@@ -183,6 +254,9 @@ def build_parser() -> argparse.ArgumentParser:
         "a page over it, or still arriving at the 30 s navigation timeout, ends its task with an error "
         "naming it (a page that never ends, a download a click starts)",
     )
+
+
+def _observation_arguments(g: argparse._ArgumentGroup) -> None:
     g.add_argument(
         "--observation",
         choices=OBSERVATIONS,
@@ -192,39 +266,14 @@ def build_parser() -> argparse.ArgumentParser:
         "or the screenshot with the compressed tree; text observations let text-only models browse",
     )
     g.add_argument(
-        "--strategy",
-        default="regionfocus",
-        metavar="NAME",
-        help="the test-time strategy run when a trigger fires (default regionfocus; any name of "
-        "`regionfocus strategies`, e.g. zoomclick: it starts from the click that failed and "
-        "grounds the task's instruction through the browser's true zoom where it crops)",
-    )
-    g.add_argument(
         "--a11y-phases",
         metavar="P,P",
         help="the A11y-Compressor phases a compressed observation applies, for the paper's ablation "
         "(modal,reduce,structure; default all three)",
     )
-    g.add_argument("--no-progress", action="store_true", help="no progress bar")
-    g.add_argument(
-        "--retry-errors",
-        action="store_true",
-        help="on resume, run again the tasks recorded with an error (kept and counted otherwise)",
-    )
-    g.add_argument("-v", "--verbose", action="store_true", help="log each task's problems")
-    add_shard_argument(g)
-    add_agent_arguments(p)
-    add_reasoning_arguments(p)
-    add_regionfocus_arguments(p)
-    return p
-
-
-OBSERVATIONS = ("screenshot", "a11y", "compressed-a11y", "screenshot+compressed-a11y")
 
 
 def _a11y_phases(spec: str | None) -> tuple[str, ...] | None:
-    from regionfocus.a11y import PHASES
-
     if spec is None:
         return None
     phases = tuple(p.strip() for p in spec.split(",") if p.strip())
@@ -258,15 +307,25 @@ def model_origins(base_urls: list[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def load_task_list(args: argparse.Namespace):
-    from . import miniwob
-    from .screen_text_suite import SUITE_NAME, is_suite, suite_tasks
-    from .tasks import load_tasks
+def _suite():
+    # Imported on use, like everything that reaches the browser: MiniWoB++ and the
+    # screen-to-text suite load Playwright (the browser extra), which `report`, `compare` and
+    # `judge` do not need.
+    from . import screen_text_suite
 
+    return screen_text_suite
+
+
+def load_task_list(args: argparse.Namespace):
+    from . import miniwob  # Playwright: see _suite
+
+    st = _suite()
     if args.tasks == "miniwob" or args.tasks.startswith("miniwob:"):
         return miniwob.miniwob_tasks(args.tasks, args.episodes_per_task, args.seed), "miniwob"
-    if is_suite(args.tasks):
-        return miniwob.miniwob_tasks(suite_tasks(args.tasks), args.episodes_per_task, args.seed), SUITE_NAME
+    if st.is_suite(args.tasks):
+        return miniwob.miniwob_tasks(
+            st.suite_tasks(args.tasks), args.episodes_per_task, args.seed
+        ), st.SUITE_NAME
     return load_tasks(args.tasks, args.answers), "web"
 
 
@@ -275,6 +334,7 @@ class _Resolved:
     """The run's values resolved from the flags and the kind of task list."""
 
     kind: str
+    tasks: list
     n_all: int  # tasks in the whole list, whatever the shard
     rf_config: Any
     viewport: tuple[int, int]
@@ -283,14 +343,47 @@ class _Resolved:
     task_zoom: float
     phases: tuple[str, ...] | None
     coat: Any
-    browser: Any
+
+    @property
+    def suite(self) -> bool:
+        """The screen-to-text paper's suite, run in its setting."""
+        return self.kind == _suite().SUITE_NAME
 
 
-def _pinned_config(args: argparse.Namespace, run: _Resolved, model) -> dict:
+def _resolve(args: argparse.Namespace) -> _Resolved:
+    """Everything the flags decide before a model or a browser is built. Raises ValueError."""
+    from . import miniwob  # Playwright: see _suite
+
+    st = _suite()
+    at_least_one("--concurrency", args.concurrency)
+    tasks, kind = load_task_list(args)
+    n_all, tasks = len(tasks), select(tasks, args.shard)
+    if not tasks:
+        raise ValueError(f"shard {args.shard} holds none of the {n_all} tasks; use fewer shards")
+    suite = kind == st.SUITE_NAME  # the paper's setting, beside its defaults below
+    at_least_one("--max-steps", args.max_steps)
+    at_least_one("--max-model-steps", args.max_model_steps)
+    task_zoom = (
+        (st.TASK_ZOOM if suite else miniwob.DEFAULT_ZOOM) if args.task_zoom is None else args.task_zoom
+    )
+    if not 0.25 <= task_zoom <= 8:
+        raise ValueError(f"--task-zoom must be in [0.25, 8], got {task_zoom}")
+    return _Resolved(
+        kind=kind,
+        tasks=tasks,
+        n_all=n_all,
+        rf_config=text_only_config(args.agent, config_from_args(args)),
+        viewport=args.viewport or (st.VIEWPORT if suite else default_viewport(args.agent)),
+        max_steps=args.max_steps or (10 if kind == "miniwob" else 100),
+        model_steps=args.max_model_steps or (st.load_suite().settings["max_steps"] if suite else None),
+        task_zoom=task_zoom,
+        phases=_a11y_phases(args.a11y_phases),
+        coat=coat_from_args(args),
+    )
+
+
+def _pinned_config(args: argparse.Namespace, run: _Resolved, model, browser, strategy: str) -> dict:
     """What the run folder pins: a later run with other values is refused, naming the key."""
-    from regionfocus import __version__
-    from regionfocus.adapters.cli_args import request_identity
-
     config = {
         "agent": args.agent,
         "model": args.model,
@@ -308,121 +401,48 @@ def _pinned_config(args: argparse.Namespace, run: _Resolved, model) -> dict:
         "seed": args.seed,
         "task_zoom": run.task_zoom if run.kind != "web" else None,
         "concurrency": args.concurrency,
-        "browser": run.browser.executable or "playwright-bundled",
+        "browser": browser.executable or "playwright-bundled",
         "allow_domains": list(args.allow_domain),
         "dialogs": args.dialogs,
         "temperature": args.temperature,
         "regionfocus_version": __version__,
         "request": request_identity(model),
     }
-    if run.model_steps is not None:  # pinned only when used: earlier folders resume
+    return {**config, **_pinned_when_used(args, run, strategy)}
+
+
+def _pinned_when_used(args: argparse.Namespace, run: _Resolved, strategy: str) -> dict:
+    """Settings pinned only when they differ from the default, so earlier folders resume."""
+    config: dict[str, Any] = {}
+    if run.model_steps is not None:
         config["max_model_steps"] = run.model_steps
-    if args.allow_private_network:  # pinned only when used: earlier folders resume
+    if args.allow_private_network:
         config["allow_private_network"] = True
-    if args.observation != "screenshot":  # pinned only when used: earlier folders resume
+    if args.observation != "screenshot":
         config["observation"] = args.observation
     if run.phases is not None:
         config["a11y_phases"] = list(run.phases)
-    if run.coat is not None:  # pinned only when used, like observation
+    if run.coat is not None:
         config["reasoning"] = args.reasoning
         config["coat_parts"] = run.coat.spec()
-    if args.strategy != "regionfocus":
-        config["strategy"] = args.strategy
+    if strategy != REGIONFOCUS:
+        config["strategy"] = strategy
     if args.shard:
         config["shard"] = str(args.shard)
     return config
 
 
-def run_main(argv: list[str]) -> int:
-    args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s"
-    )
-    from regionfocus import RegionFocusAgent
+def _settings(args: argparse.Namespace, run: _Resolved):
+    from .runner import RunSettings  # Playwright: see _suite
 
-    from . import miniwob
-    from . import screen_text_suite as st
-    from .browser import Browser
-    from .report import summary_markdown, write_report
-    from .rundir import RunDir
-    from .runner import RunSettings, run_tasks
-
-    try:
-        if args.concurrency < 1:
-            raise ValueError(f"--concurrency must be >= 1, got {args.concurrency}")
-        tasks, kind = load_task_list(args)
-        from regionfocus.kit.shards import select
-
-        n_all, tasks = len(tasks), select(tasks, args.shard)
-        if not tasks:
-            raise ValueError(f"shard {args.shard} holds none of the {n_all} tasks; use fewer shards")
-        suite = kind == st.SUITE_NAME  # the paper's setting, beside its defaults below
-        max_steps = args.max_steps or (10 if kind == "miniwob" else 100)
-        model_steps = args.max_model_steps or (st.load_suite().settings["max_steps"] if suite else None)
-        if max_steps < 1 or (model_steps or 1) < 1:
-            raise ValueError(
-                f"--max-steps and --max-model-steps must be >= 1, got {max_steps}, {model_steps}"
-            )
-        viewport = args.viewport or (st.VIEWPORT if suite else default_viewport(args.agent))
-        task_zoom = (
-            (st.TASK_ZOOM if suite else miniwob.DEFAULT_ZOOM) if args.task_zoom is None else args.task_zoom
-        )
-        if not 0.25 <= task_zoom <= 8:
-            raise ValueError(f"--task-zoom must be in [0.25, 8], got {task_zoom}")
-        from regionfocus.adapters.cli_args import coat_from_args, text_only_config
-
-        rf_config = text_only_config(args.agent, config_from_args(args))
-        phases = _a11y_phases(args.a11y_phases)
-        coat = coat_from_args(args)
-        from regionfocus.strategies import get_strategy
-
-        refiner = None if args.strategy == "regionfocus" else get_strategy(args.strategy)
-        from regionfocus.adapters.cli_args import build_model
-
-        model = build_model(args, concurrency=args.concurrency, coat=coat)
-        if suite and hasattr(model, "whole_answers"):
-            model.whole_answers = True  # the screen-to-text agent runs each answer's whole list
-        browser = Browser(
-            args.browser,
-            sandbox=not args.no_browser_sandbox,
-            allow_private=args.allow_private_network,
-            private_hosts=tuple(args.allow_domain),
-        )
-    except (ValueError, FileNotFoundError, KeyError) as e:
-        print(f"regionfocus webvoyager: {e}", file=sys.stderr)
-        return 2
-
-    enabled = not args.no_regionfocus
-    config = _pinned_config(
-        args,
-        _Resolved(
-            n_all=n_all,
-            rf_config=rf_config,
-            viewport=viewport,
-            max_steps=max_steps,
-            task_zoom=task_zoom,
-            kind=kind,
-            browser=browser,
-            model_steps=model_steps,
-            phases=phases,
-            coat=coat,
-        ),
-        model,
-    )
-    run_dir = RunDir(args.out, retry_errors=args.retry_errors)
-    try:
-        run_dir.open(config, selected=[t.id for t in tasks])
-    except ValueError as e:
-        print(f"regionfocus webvoyager: {e}", file=sys.stderr)
-        return 2
-    settings = RunSettings(
-        max_steps=max_steps,
-        max_model_steps=model_steps,
-        end_on_no_action=suite,
-        hide_instruction=suite,
-        viewport=viewport,
+    return RunSettings(
+        max_steps=run.max_steps,
+        max_model_steps=run.model_steps,
+        end_on_no_action=run.suite,
+        hide_instruction=run.suite,
+        viewport=run.viewport,
         concurrency=args.concurrency,
-        task_zoom=task_zoom,
+        task_zoom=run.task_zoom,
         allow_domains=tuple(args.allow_domain),
         progress=not args.no_progress,
         env_overrides={
@@ -431,55 +451,88 @@ def run_main(argv: list[str]) -> int:
             **({"max_page_bytes": args.max_page_bytes} if args.max_page_bytes else {}),
         },
         observation=args.observation,
-        a11y_phases=phases,
-        read_tree=reads_tree(args, rf_config),
+        a11y_phases=run.phases,
+        read_tree=reads_tree(args, run.rf_config),
     )
+
+
+def _run_folders(args: argparse.Namespace) -> dict[str, Path]:
+    """The run folder of each --strategy name: --out itself for one, OUT/<name> for several."""
+    names = strategy_names(args.strategy)
+    if args.no_regionfocus and len(names) > 1:
+        raise ValueError("--no-regionfocus runs no strategy: give one --strategy at most")
+    out = Path(args.out or default_out("webvoyager", args.agent))
+    return {name: out if len(names) == 1 else out / name for name in names}
+
+
+def run_main(argv: list[str]) -> int:
+    """run the tasks (the default command; see above)"""
+    from .browser import Browser  # Playwright: see _suite
+    from .runner import run_tasks
+
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s"
+    )
+    run = _resolve(args)
+    folders = _run_folders(args)
+    model = build_model(args, concurrency=args.concurrency, coat=run.coat)
+    if run.suite and hasattr(model, "whole_answers"):
+        model.whole_answers = True  # the screen-to-text agent runs each answer's whole list
+    browser = Browser(
+        args.browser,
+        sandbox=not args.no_browser_sandbox,
+        allow_private=args.allow_private_network,
+        private_hosts=tuple(args.allow_domain),
+    )
+    dirs = {name: RunDir(folder, retry_errors=args.retry_errors) for name, folder in folders.items()}
+    settings = _settings(args, run)
 
     async def go() -> None:
         async with browser:
-            await run_tasks(
-                tasks,
-                lambda: RegionFocusAgent(model, rf_config, enabled=enabled, refiner=refiner),
-                run_dir,
-                browser,
-                settings,
-            )
+            for name, run_dir in dirs.items():
+                refiner = None if name == REGIONFOCUS else get_strategy(name)
+                agent = partial(
+                    RegionFocusAgent, model, run.rf_config, enabled=not args.no_regionfocus, refiner=refiner
+                )
+                await run_tasks(run.tasks, agent, run_dir, browser, settings)
         closer = getattr(getattr(model, "backend", None), "aclose", None)
         if closer is not None:
             await closer()
 
     try:
+        for name, run_dir in dirs.items():  # every folder refuses other settings before any task runs
+            run_dir.open(_pinned_config(args, run, model, browser, name), selected=[t.id for t in run.tasks])
         asyncio.run(go())
     finally:
-        run_dir.close()
-    report = write_report(run_dir.root)
-    from .rundir import read_json
+        for run_dir in dirs.values():
+            run_dir.close()
+    return max(_print_outputs(run_dir, len(run.tasks)) for run_dir in dirs.values())
 
+
+def _print_outputs(run_dir: RunDir, n_selected: int) -> int:
+    """Write the run folder's report, print its tables and last line; the exit code it earns."""
+    report = write_report(run_dir.root)
     print(summary_markdown(read_json(run_dir.root / "summary.json")))
-    tables = st.suite_report(run_dir.root)
+    tables = _suite().suite_report(run_dir.root)
     if tables:
         print(tables)
     print(f"results: {run_dir.results_path}\nreport:  {report}")
-    return print_ending(run_dir.root, len(tasks))
+    return print_ending(run_dir.root, n_selected)
 
 
 def print_ending(root: str | Path, n_selected: int | None = None) -> int:
     """The last line (tasks finished of selected, errors, partial) and the exit code it earns
     (every task failed: :data:`~regionfocus.kit.command.ALL_FAILED`)."""
-    from regionfocus.kit.command import ending
-    from regionfocus.kit.runlog import read_config, selected_count
-
-    from .rundir import read_results
-
     n = selected_count(read_config(root)) if n_selected is None else n_selected
     line, code = ending(read_results(root), "tasks", n)
     print(line)
     return code
 
 
-def judge_main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(
-        prog="regionfocus webvoyager judge",
+def _judge_parser() -> argparse.ArgumentParser:
+    p = Parser(
+        prog=f"{PROG} judge",
         description="Auto-evaluate a WebVoyager run with an OpenAI-compatible VLM (the official protocol: "
         "task, final answer and the last K screenshots; SUCCESS or NOT SUCCESS), REPEATS times; "
         "prints success mean ± std per site and overall and writes RUN_DIR/judge.json.",
@@ -494,28 +547,20 @@ def judge_main(argv: list[str]) -> int:
     p.add_argument("--concurrency", type=int, default=4, help="judge requests in flight (default 4)")
     p.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="VAR", help="env var with the API key")
     p.add_argument("--timeout", type=float, default=300.0, metavar="S")
-    args = p.parse_args(argv)
-    from regionfocus.adapters.backends.openai_http import OpenAIBackend
+    return p
 
-    from .judge import format_summary, judge_run
-    from .report import write_report
 
-    if not _is_run_folder(args.run_dir):
-        print(
-            f"regionfocus webvoyager judge: {args.run_dir} holds no run (no records.jsonl)", file=sys.stderr
-        )
-        return 2
-    try:
-        backend = OpenAIBackend(
-            args.base_urls,
-            args.model,
-            api_key_env=args.api_key_env,
-            timeout=args.timeout,
-            max_in_flight=max(1, args.concurrency),
-        )
-    except ValueError as e:
-        print(f"regionfocus webvoyager judge: {e}", file=sys.stderr)
-        return 2
+def judge_main(argv: list[str]) -> int:
+    """auto-evaluate a run with a VLM (the official protocol)"""
+    args = _judge_parser().parse_args(argv)
+    _require_run(args.run_dir)
+    backend = OpenAIBackend(
+        args.base_urls,
+        args.model,
+        api_key_env=args.api_key_env,
+        timeout=args.timeout,
+        max_in_flight=max(1, args.concurrency),
+    )
 
     async def go() -> dict:
         try:
@@ -532,34 +577,27 @@ def judge_main(argv: list[str]) -> int:
         finally:
             await backend.aclose()
 
-    try:
-        summary = asyncio.run(go())
-    except ValueError as e:
-        print(f"regionfocus webvoyager judge: {e}", file=sys.stderr)
-        return 2
-    print(format_summary(summary))
+    print(format_summary(asyncio.run(go())))
     write_report(args.run_dir)
     return 0
 
 
-def _is_run_folder(path: str) -> bool:
+def _require_run(path: str) -> None:
     root = Path(path)
-    return (root / "records.jsonl").is_file() or (root / "results.json").is_file()
+    if not ((root / "records.jsonl").is_file() or (root / "results.json").is_file()):
+        raise ValueError(f"{path} holds no run (no records.jsonl)")
 
 
 def report_main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(
-        prog="regionfocus webvoyager report",
+    """rebuild results.json, summary and report.html from a run folder"""
+    p = Parser(
+        prog=f"{PROG} report",
         description="Rebuild RUN_DIR/results.json, summary.json, summary.md and report.html from the run "
         "folder's record log.",
     )
     p.add_argument("run_dir", metavar="RUN_DIR")
     args = p.parse_args(argv)
-    if not _is_run_folder(args.run_dir):
-        print(
-            f"regionfocus webvoyager report: {args.run_dir} holds no run (no records.jsonl)", file=sys.stderr
-        )
-        return 2
+    _require_run(args.run_dir)
     tables, report = rebuild_outputs(args.run_dir)
     if tables:
         print(tables)
@@ -569,20 +607,17 @@ def report_main(argv: list[str]) -> int:
 
 
 def compare_main(argv: list[str]) -> int:
-    from .report import compare_runs
-
-    p = argparse.ArgumentParser(
-        prog="regionfocus webvoyager compare",
+    """two run folders of the same tasks side by side (paired test)"""
+    p = Parser(
+        prog=f"{PROG} compare",
         description="Two run folders of the same tasks side by side: success with 95 %% intervals, "
         "and the paired test (exact McNemar, bootstrap interval of the difference) on the tasks both scored.",
     )
     p.add_argument("run_a", metavar="RUN_A")
     p.add_argument("run_b", metavar="RUN_B")
     args = p.parse_args(argv)
-    for d in (args.run_a, args.run_b):
-        if not _is_run_folder(d):
-            print(f"regionfocus webvoyager compare: {d} holds no run (no records.jsonl)", file=sys.stderr)
-            return 2
+    _require_run(args.run_a)
+    _require_run(args.run_b)
     print(compare_runs(args.run_a, args.run_b), end="")
     return 0
 
@@ -590,21 +625,14 @@ def compare_main(argv: list[str]) -> int:
 def rebuild_outputs(root: str | Path) -> tuple[str | None, Path]:
     """Everything a run folder derives from its record log: results.json, the screen-to-text
     tables (returned, None for other runs) and summary + report.html (the report's path returned)."""
-    from .report import write_report
-    from .rundir import read_results, write_json
-    from .screen_text_suite import suite_report
-
     write_json(Path(root) / "results.json", read_results(root))
-    return suite_report(root), write_report(root)
+    return _suite().suite_report(root), write_report(root)
 
 
 def merge_main(argv: list[str]) -> int:
-    import shutil
-
-    from regionfocus.kit.shards import merge_shards
-
-    p = argparse.ArgumentParser(
-        prog="regionfocus webvoyager merge",
+    """one run folder from the folders of a --shard I/N run"""
+    p = Parser(
+        prog=f"{PROG} merge",
         description="One run folder from the folders of a --shard I/N run (all N): the records, the "
         "per-task folders (screenshots, interact_messages.json), results.json, summary and report.html "
         "of one unsharded run. Refuses shards run with other settings (naming the key), overlapping or "
@@ -613,13 +641,7 @@ def merge_main(argv: list[str]) -> int:
     p.add_argument("out", metavar="OUT")
     p.add_argument("shards", nargs="+", metavar="SHARD_DIR")
     args = p.parse_args(argv)
-    from .rundir import read_results
-
-    try:
-        merged = merge_shards(args.out, args.shards)
-    except ValueError as e:
-        print(f"regionfocus webvoyager merge: {e}", file=sys.stderr)
-        return 2
+    merged = merge_shards(args.out, args.shards)
     out = Path(args.out)
     for shard in args.shards:
         for rec in read_results(shard):
@@ -631,14 +653,18 @@ def merge_main(argv: list[str]) -> int:
     return 0
 
 
+SUBCOMMANDS = {
+    "judge": Subcommand(judge_main, "RUN_DIR --base-url URL --model NAME"),
+    "report": Subcommand(report_main, "RUN_DIR"),
+    "compare": Subcommand(compare_main, "RUN_A RUN_B"),
+    "merge": Subcommand(merge_main, "OUT SHARD_DIR..."),
+}
+
+
 def main(argv: list[str] | None = None) -> int:
     """browse live pages in Chromium (WebVoyager tasks, MiniWoB++ offline)"""
     argv = list(sys.argv[1:] if argv is None else argv)
-    subcommands = {"judge": judge_main, "report": report_main, "merge": merge_main, "compare": compare_main}
-    if argv and argv[0] in subcommands:
-        return run_command("regionfocus webvoyager", lambda: subcommands[argv[0]](argv[1:]), "tasks")
-    # A record log that breaks its contract, a disk with no room: one line and exit 2.
-    return run_command("regionfocus webvoyager", lambda: run_main(argv), "tasks")
+    return dispatch(PROG, argv, SUBCOMMANDS, run_main, "tasks")
 
 
 if __name__ == "__main__":

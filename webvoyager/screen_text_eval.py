@@ -7,14 +7,22 @@ from __future__ import annotations
 import argparse
 import re
 
+from regionfocus.kit.command import Parser, run_command
+
 from .cli import run_main
 from .screen_text_suite import SUITE_NAME, is_suite
+
+PROG = "regionfocus screen-text-eval"
 
 
 def main(argv: list[str]) -> int:
     """the screen-to-text suite on MiniWoB++ (`regionfocus webvoyager --tasks screen-to-text`)"""
-    p = argparse.ArgumentParser(
-        prog="regionfocus screen-text-eval",
+    return run_command(PROG, lambda: _run(argv), "tasks")
+
+
+def _run(argv: list[str]) -> int:
+    p = Parser(
+        prog=PROG,
         description="The screen-to-text ReAct agent (Sasagawa and Kawahara) on the paper's MiniWoB++ "
         "suite: `regionfocus webvoyager --tasks screen-to-text --agent screen-text` with this command's "
         "earlier flags translated; every other flag of `regionfocus webvoyager` is passed on (e.g. "

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .runlog import NO_ROOM
@@ -45,7 +46,56 @@ class Parser(argparse.ArgumentParser):
     """argparse that raises instead of exiting, so :func:`run_command` owns the exit codes."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{self.prog}: {message}")
+        raise UsageError(f"{self.prog}: error: {message}")
+
+
+@dataclass(frozen=True)
+class Subcommand:
+    """``PROG NAME ARGS``: ``run(argv)`` returns its exit code; the first line of ``run``'s
+    docstring is its summary in PROG's ``--help``, after ``args``, its arguments as typed."""
+
+    run: Callable[[list[str]], int]
+    args: str = ""
+
+    @property
+    def summary(self) -> str:
+        doc = (self.run.__doc__ or "").strip()
+        return doc.splitlines()[0] if doc else ""
+
+
+def subcommand_help(prog: str, table: Mapping[str, Subcommand]) -> str:
+    """One aligned line per subcommand: how it is typed, then its summary."""
+    typed = {name: f"{prog} {name} {sub.args}".rstrip() for name, sub in table.items()}
+    width = max(map(len, typed.values()), default=0)
+    return "\n".join(f"  {typed[name]:<{width}}  {sub.summary}" for name, sub in table.items())
+
+
+def dispatch(
+    prog: str,
+    argv: Sequence[str],
+    table: Mapping[str, Subcommand],
+    default: Callable[[list[str]], int],
+    unit: str = "samples",
+) -> int:
+    """The exit code of ``argv`` run through :func:`run_command`: a first word naming a
+    subcommand of ``table`` runs it on the rest (its errors named ``PROG NAME``), anything else
+    goes whole to ``default``."""
+    argv = list(argv)
+    if argv and argv[0] in table:
+        name, rest = argv[0], argv[1:]
+        return run_command(f"{prog} {name}", lambda: table[name].run(rest), unit)
+    return run_command(prog, lambda: default(argv), unit)
+
+
+def default_out(harness: str, agent: str) -> str:
+    """Every harness's run folder when ``--out`` is not given."""
+    return f"runs/{harness}-{agent}"
+
+
+def at_least_one(flag: str, value: int | None) -> None:
+    """Bad input unless ``value`` (when given) is a positive count."""
+    if value is not None and value < 1:
+        raise ValueError(f"{flag} must be >= 1, got {value}")
 
 
 def ending(

@@ -1,10 +1,45 @@
-"""The RegionFocus switches shared by every harness command, and how they become a config."""
+"""The RegionFocus switches shared by every harness command, and how they become a config;
+``--strategy``, the same comma list in every harness."""
 
 from __future__ import annotations
 
 import argparse
 
 from ..config import PROPOSERS, RegionFocusConfig
+from ..strategies import STRATEGIES
+
+REGIONFOCUS = "regionfocus"
+# Short names users type (the issue and the papers say "narrowing", "DiMo").
+STRATEGY_ALIASES = {"narrowing": "iterative-narrowing", "focusing": "iterative-focusing", "dimo": "dimo-gui"}
+
+
+def add_strategy_argument(group: argparse._ArgumentGroup, how_they_run: str) -> None:
+    """``--strategy NAMES``: what the names are is shared; ``how_they_run`` is the harness's own
+    sentence on how several of them run."""
+    group.add_argument(
+        "--strategy",
+        metavar="NAMES",
+        help="test-time strategies, comma-separated: names of `regionfocus strategies` (or narrowing, "
+        "focusing, dimo), 'all' for every one that needs no second model; default regionfocus. "
+        + how_they_run,
+    )
+
+
+def strategy_names(spec: str | None) -> tuple[str, ...]:
+    """The names ``--strategy`` gives ("a,b", or "all": every registered strategy that needs no
+    second model), in order, once each. None or empty: RegionFocus alone, the default."""
+    if not spec:
+        return (REGIONFOCUS,)
+    names = [STRATEGY_ALIASES.get(s.strip().lower(), s.strip().lower()) for s in spec.split(",") if s.strip()]
+    if names == ["all"]:
+        return tuple(n for n, info in STRATEGIES.items() if not info.needs_planner)
+    unknown = [n for n in names if n not in STRATEGIES]
+    if unknown or not names:
+        raise ValueError(
+            f"--strategy: unknown {', '.join(map(repr, unknown)) or repr(spec)}; known: "
+            f"{', '.join(STRATEGIES)} (or 'all'; `regionfocus strategies` lists them)"
+        )
+    return tuple(dict.fromkeys(names))
 
 
 def add_regionfocus_arguments(parser: argparse.ArgumentParser) -> None:
