@@ -41,6 +41,7 @@ from rapidfuzz.distance import Indel
 
 from regionfocus.actions import Action, ActionType
 from regionfocus.geometry import Box, Point
+from regionfocus.kit import stats
 
 from .episodes import AitzEpisode, AitzStep
 
@@ -169,16 +170,27 @@ class AitzScores:
     steps: int
 
     def table(self) -> str:
-        lines = [f"{'type':<7} {'steps':>6} {'type acc':>9} {'match':>7}"]
+        """Accuracies with their 95 % Wilson intervals (over steps; success over episodes)."""
+        lines = [f"{'type':<7} {'steps':>6} {'type acc':>9} {'match':>7}  {'match 95 % CI':<13}"]
         for k in ("total", *[t.upper() for t in ACTION_TYPES]):
             r = self.atomic.get(k)
             if r and r["count"]:
-                lines.append(f"{k:<7} {int(r['count']):>6} {r['type_acc']:>9.3f} {r['exact_acc']:>7.3f}")
+                n = int(r["count"])
+                lines.append(
+                    f"{k:<7} {n:>6} {r['type_acc']:>9.3f} {r['exact_acc']:>7.3f}  "
+                    f"{_interval(round(r['exact_acc'] * n), n)}"
+                )
         lines.append(
             f"format hit rate {self.hit_rate:.3f}; episodes {self.episodes}: "
             f"success {self.success_rate:.3f}, goal progress {self.goal_progress:.3f}"
+            f" (success 95 % CI {_interval(round(self.success_rate * self.episodes), self.episodes)})"
         )
         return "\n".join(lines)
+
+
+def _interval(k: int, n: int) -> str:
+    ci = stats.wilson(k, n)
+    return "-" if ci is None else f"{ci[0]:.3f}-{ci[1]:.3f}"
 
 
 def score(

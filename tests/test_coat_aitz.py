@@ -298,3 +298,22 @@ def test_reader_errors_name_file_and_problem(tmp_path):
     bad.write_text(json.dumps([_step("1", 0, 1, 4)]))  # no image to size the click
     with pytest.raises(AitzError, match="not found"):
         load_aitz(bad)
+
+
+def test_the_table_gives_each_accuracy_its_interval():
+    from regionfocus.kit.stats import wilson
+
+    from regionfocus.aitz.scoring import AitzScores
+
+    scores = AitzScores(
+        atomic={"total": {"count": 40, "type_acc": 0.9, "exact_acc": 0.75}},
+        hit_rate=1.0,
+        success_rate=0.5,
+        goal_progress=0.6,
+        episodes=8,
+        steps=40,
+    )
+    lo, hi = wilson(30, 40)
+    assert f"{lo:.3f}-{hi:.3f}" in scores.table().splitlines()[1]
+    lo, hi = wilson(4, 8)
+    assert f"success 95 % CI {lo:.3f}-{hi:.3f}" in scores.table()
