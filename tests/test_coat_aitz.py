@@ -301,9 +301,8 @@ def test_reader_errors_name_file_and_problem(tmp_path):
 
 
 def test_the_table_gives_each_accuracy_its_interval():
-    from regionfocus.kit.stats import wilson
-
     from regionfocus.aitz.scoring import AitzScores
+    from regionfocus.kit.stats import wilson
 
     scores = AitzScores(
         atomic={"total": {"count": 40, "type_acc": 0.9, "exact_acc": 0.75}},
