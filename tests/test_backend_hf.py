@@ -170,3 +170,179 @@ async def test_every_request_kind_survives_random_text(hf_backend):
     region = await adapter.propose_box(shot, query, None)
     for reply in (judged, chosen, focal, region):
         assert reply.usage.error is None and 1 <= reply.usage.completion_tokens <= CAP
+
+
+# ------------------------------------------------------------------ MVP's attention pass
+# The random model seldom writes a bare "," (its tokenizer merges commas into longer tokens), so
+# the tests of the pass's plumbing take as separator a token its greedy answer does write; the
+# arithmetic on "," itself is tests/test_mvp_attention.py's.
+
+
+def answer_ids(backend, messages, **sampling) -> list[int]:
+    """The greedy answer's token ids, as the backend's own generate gives them."""
+    import torch
+
+    inputs = backend._inputs(messages, sampling)
+    with torch.inference_mode():
+        out = backend._model.generate(
+            **inputs, max_new_tokens=CAP, do_sample=False, temperature=None, top_p=None, top_k=None
+        )
+    return out[0, inputs["input_ids"].shape[1] :].tolist()
+
+
+def separator_in(backend, ids: list[int]) -> tuple[str, int]:
+    """A token of the answer ``ids`` the model read back (not the last), spelled so that it is
+    one token, and the index of its last reading."""
+    tok = backend._processor.tokenizer
+    for t in ids[:-1]:
+        text = tok.decode([t])
+        if tok.encode(text, add_special_tokens=False) == [t] and t not in tok.all_special_ids:
+            return text, max(j for j, u in enumerate(ids[:-1]) if u == t)
+    pytest.fail(f"no usable separator among {ids}")
+
+
+@pytest.fixture(scope="session")
+def hf_attending(tiny_qwen_dir):
+    """The tiny model with MVP's attention pass on its last layer (it has two; the official 20
+    is past its end)."""
+    backend = TransformersBackend(tiny_qwen_dir, max_new_tokens=CAP, attention_layer=1)
+    backend.load()
+    return backend
+
+
+async def test_attention_pass_reads_the_step_after_the_separator_as_an_eager_forward_does(
+    hf_attending, tiny_qwen_dir
+):
+    """The captured query and keys are those of the decoding step that reads the separator
+    back (its last reading): an independent eager forward over the prompt and the answer up to
+    that token, with the attention weights transformers returns, names the same top cells in
+    the same order."""
+    import torch
+    from transformers import AutoModelForImageTextToText
+
+    from regionfocus.adapters.backends.transformers_local import top_cells
+
+    messages = ask("Open the settings", screenshot())
+    ids = answer_ids(hf_attending, messages)
+    separator, at = separator_in(hf_attending, ids)
+    backend = TransformersBackend(tiny_qwen_dir, max_new_tokens=CAP, attention_layer=1, separator=separator)
+    found = await backend.attend(messages, top_k=10, max_tokens=CAP)
+    assert found.separator_at == at and len(found.cells) == 10
+    assert found.grid == (16, 12) and found.cell == 28 and found.usage.prompt_tokens > 192
+    assert found.text == (await backend.complete(messages, max_tokens=CAP)).text  # the same greedy answer
+
+    inputs = backend._inputs(messages, {})
+    eager = AutoModelForImageTextToText.from_pretrained(tiny_qwen_dir, attn_implementation="eager").eval()
+    seq = torch.cat([inputs["input_ids"][0], torch.tensor(ids[: at + 1])])[None]
+    types = torch.cat([inputs["mm_token_type_ids"][0], torch.zeros(at + 1, dtype=torch.long)])[None]
+    with torch.inference_mode():
+        res = eager(
+            input_ids=seq,
+            attention_mask=torch.ones_like(seq),
+            mm_token_type_ids=types,  # marks the image tokens, for their 3-D rotary positions
+            pixel_values=inputs["pixel_values"],
+            image_grid_thw=inputs["image_grid_thw"],
+            output_attentions=True,
+        )
+    prompt = inputs["input_ids"][0]
+    start = int(torch.nonzero(prompt == eager.config.vision_start_token_id)[0])
+    end = int(torch.nonzero(prompt == eager.config.vision_end_token_id)[0])
+    row = res.attentions[1][0, :, -1, :].max(dim=0)[0][start + 1 : end]
+    assert top_cells(row, 16, 10) == found.cells
+    # a separator the answer does not hold: no cells, no error
+    backend.separator = "<|box_end|>"
+    assert (await backend.attend(messages, top_k=10, max_tokens=CAP)).cells == []
+
+
+async def test_attention_layer_past_the_model_is_named(hf_backend, hf_attending):
+    with pytest.raises(
+        ValueError, match=r"attention_layer 20 is past the model's last decoder layer \(2 layers"
+    ):
+        await hf_backend.attend(ask("Where?", screenshot()), top_k=5)
+    with pytest.raises(ValueError, match="needs a request with an image"):
+        await hf_attending.attend(ask("Where?"), top_k=5)
+
+
+async def test_mvp_end_to_end_takes_its_views_from_the_attention_pass(hf_attending, tiny_qwen_dir):
+    """MVP on the tiny Qwen2.5-VL through the Qwen2.5-VL adapter: the adapter over the
+    in-process backend offers the attention pass (an HTTP one does not), MVP asks it once,
+    and the windows it grounds are the ones ranked around the attended positions, not the
+    grid."""
+    from regionfocus.adapters import get_adapter
+    from regionfocus.model import Query
+    from regionfocus.strategies import MVP
+    from regionfocus.strategies.mvp import AttentionModel, grid_windows, ranked_windows
+
+    shot, text = screenshot(), "Click the Submit button"
+    probe = get_adapter("qwen2.5-vl", backend=hf_attending, max_tokens=CAP)
+    # the adapter's own grounding request, pre-fill included, as its attention pass sends it
+    prompt = probe.task_prompt("grounding", await probe.model_image(shot), shot.size, Query(text), False)
+    messages = [*prompt.messages, {"role": "assistant", "content": prompt.prefill}]
+    separator, _ = separator_in(hf_attending, answer_ids(hf_attending, messages, continue_final_message=True))
+    backend = TransformersBackend(tiny_qwen_dir, max_new_tokens=CAP, attention_layer=1, separator=separator)
+    adapter = get_adapter("qwen2.5-vl", backend=backend, max_tokens=CAP)
+    assert isinstance(adapter, AttentionModel) and MVP.unfit(adapter) is None
+
+    positions, usage = await adapter.attention(shot, Query(text), 20)
+    assert len(positions) == 20 and usage.error is None
+    # cell centres, (column + 0.5) * 28, on a screenshot the model sees at its own size
+    assert all(((p.x / 28) - 0.5).is_integer() and ((p.y / 28) - 0.5).is_integer() for p in positions)
+    assert all(0 < p.x < 448 and 0 < p.y < 336 for p in positions)
+
+    res = await MVP(views=2, top_k=20, window=(112.0, 84.0)).run(adapter, shot, text, None)
+    assert [c.kind for c in res.calls] == ["baseline", "attention", "view[0]", "view[1]"]
+    assert res.calls[1].error is None and res.calls[1].prompt_tokens > 192
+    steps = {s["stage"]: s for s in res.steps}
+    assert steps["attention"]["positions"] == [[round(p.x, 3), round(p.y, 3)] for p in positions]
+    assert steps["views"]["proposal"] == "attention" and not any("grid" in n for n in res.notes)
+    expected = ranked_windows(positions, shot.size, (112.0, 84.0), 2)
+    assert steps["group"]["windows"] == [b.to_list() for b, _ in expected]
+    assert steps["group"]["coverage"] == [c for _, c in expected] and expected[0][1] >= 1
+    assert steps["group"]["windows"] != [b.to_list() for b, _ in grid_windows(shot.size, 2)]
+    # each window is grounded at twice its pixels
+    assert [c.image_size for c in res.calls[2:]] == [[224, 168], [224, 168]]
+
+
+def test_screenspot_run_with_mvp_in_process(hf_attending, tmp_path):
+    """`regionfocus screenspot-pro --strategy mvp` with the in-process model: accepted (an
+    HTTP model is refused), every sample makes one attention call, and each sample's windows
+    are the ones ranked around its attended positions or, when the random answer had no ',',
+    the code's grid (said in a note the summary repeats with its count)."""
+    from regionfocus.adapters import get_adapter
+    from regionfocus.geometry import Point
+    from regionfocus.kit.runlog import read_records
+    from regionfocus.screenspot_pro.cli import main
+    from regionfocus.strategies.mvp import grid_windows, ranked_windows
+    from tests.test_screenspot_helpers import SCREEN, fresh_dataset
+
+    adapter = get_adapter("qwen2.5-vl", backend=hf_attending, max_tokens=CAP, max_pixels=256 * 28 * 28)
+    data, out = fresh_dataset(tmp_path / "data"), tmp_path / "run"
+    argv = ["--data", str(data), "--out", str(out), "--agent", "qwen2.5-vl", "--no-progress",
+            "--task", "appb_macos", "--no-regionfocus", "--strategy", "mvp", "--concurrency", "2"]  # fmt: skip
+    assert main(argv, model=adapter) == 0
+    recs = read_records(out / "records.jsonl")
+    assert len(recs) == 4 and all(r["status"] == "ok" for r in recs)
+    grid = 0
+    for r in recs:
+        trace = r["strategies"]["mvp"]["trace"]
+        # (a baseline without a point is asked again first: the random model seldom gives one)
+        (attention,) = [c for c in trace["calls"] if c["kind"] == "attention"]
+        assert attention.get("error") is None and attention["prompt_tokens"] > 0
+        steps = {s["stage"]: s for s in trace["steps"]}
+        if steps["views"]["proposal"] == "attention":
+            positions = [Point(*p) for p in steps["attention"]["positions"]]
+            expected = [b.to_list() for b, _ in ranked_windows(positions, SCREEN, (1288.0, 728.0), 4)]
+        else:
+            grid += 1
+            assert (
+                "ran with grid views: no attention positions (the answer had no separator token)"
+                in trace["notes"]
+            )
+            expected = [b.to_list() for b, _ in grid_windows(SCREEN, 4)]
+        assert steps["group"]["windows"] == expected
+    assert (out / "results_mvp.json").exists() and not (out / "results_mvp-grid.json").exists()
+    summary = (out / "summary.md").read_text()
+    assert "| mvp |" in summary
+    if grid:
+        assert "mvp ran with grid views: no attention positions" in summary
+    print(f"mvp in process: {4 - grid} of 4 samples took attention views, {grid} the grid")
