@@ -24,6 +24,7 @@ import io
 import json
 import re
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -217,13 +218,14 @@ Responder = Callable[[Request], "Said | str"]
 class Stats:
     """Counters, updated under the server's lock. ``requests``: model requests received;
     ``bodies``/``headers``: each one's JSON body and headers; ``statuses``: the status sent;
-    ``max_in_flight``: most requests open at once."""
+    ``arrivals``: when each arrived (monotonic); ``max_in_flight``: most requests open at once."""
 
     requests: int = 0
     bodies: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
     statuses: list[int] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
+    arrivals: list[float] = field(default_factory=list)  # time.monotonic() of each request
     in_flight: int = 0
     max_in_flight: int = 0
 
@@ -378,6 +380,7 @@ class _Handler(BaseHTTPRequestHandler):
             st.bodies.append(body)
             st.headers.append(request.headers)
             st.paths.append(path)
+            st.arrivals.append(time.monotonic())
             st.in_flight += 1
             st.max_in_flight = max(st.max_in_flight, st.in_flight)
         try:
