@@ -5,12 +5,24 @@ registered as entry points (pyproject.toml) through the three small functions at
 from __future__ import annotations
 
 import argparse
+import asyncio
+import base64
+import importlib
+import io
 import json
 import re
 import sys
 
+from PIL import Image
+
+from regionfocus.actions import Action, ActionType
+from regionfocus.adapters.backends.base import ChatResponse
+from regionfocus.adapters.backends.openai_http import OpenAIBackend
 from regionfocus.adapters.registry import facts, families, family_class, get_adapter, served_families
 from regionfocus.adapters.serving import default_local_media_dir, serve_command
+from regionfocus.geometry import Point
+from regionfocus.kit.command import Parser, run_command
+from regionfocus.model import Avoid, Option, Query, Turn
 
 
 def _size(value: str) -> tuple[int, int]:
@@ -23,8 +35,15 @@ def _size(value: str) -> tuple[int, int]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="regionfocus", description="Model adapter tools.")
+    p = Parser(prog="regionfocus", description="Model adapter tools.")
     sub = p.add_subparsers(dest="command", required=True)
+    _parse_arguments(sub)
+    _show_prompt_arguments(sub)
+    _serve_command_arguments(sub)
+    return p
+
+
+def _parse_arguments(sub) -> None:
     pp = sub.add_parser(
         "parse",
         help="parse a model answer into an action in original-screenshot pixels",
@@ -33,6 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     pp.add_argument("--model", required=True, choices=families(), help="model family")
     pp.add_argument("--size", required=True, type=_size, metavar="WxH", help="original screenshot size")
     pp.add_argument("text", nargs="+", help="the answer text ('-' reads standard input)")
+
+
+def _show_prompt_arguments(sub) -> None:
     show = sub.add_parser(
         "show-prompt",
         help="print exactly the request a family sends (JSON body, images abbreviated)",
@@ -64,6 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="claude, gemini, openai: the plain grounding prompt or the provider's computer-use tool",
     )
     show.add_argument("--image-detail", default=None, metavar="LEVEL", help="openai: the image detail level")
+
+
+def _serve_command_arguments(sub) -> None:
     sp = sub.add_parser("serve-command", help="print the recommended `vllm serve` line for a family")
     sp.add_argument("--model", required=True, choices=served_families(), help="model family")
     sp.add_argument(
@@ -92,7 +117,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="servers on several nodes (e.g. http://node1:8000): also print the vllm-router line "
         "that fronts them (clients then use the router's one --base-url)",
     )
-    return p
 
 
 SHOW_KINDS = ("grounding", "agent", "zoomed", "focal", "judge", "choose", "region")
@@ -102,8 +126,6 @@ class _Capture:
     """A backend that records the body a real OpenAI-compatible request would carry."""
 
     def __init__(self, model: str, backend=None):
-        from regionfocus.adapters.backends.openai_http import OpenAIBackend
-
         # A hosted family's backend builds its provider's request (never sending it).
         self.http = backend or OpenAIBackend(["http://127.0.0.1:8000/v1"], model)
         self.model = model
@@ -111,8 +133,6 @@ class _Capture:
         self.bodies: list[dict] = []
 
     async def complete(self, messages, **options):
-        from regionfocus.adapters.backends.base import ChatResponse
-
         self.bodies.append(self.http.request_body(messages, **options))
         return ChatResponse("")
 
@@ -138,11 +158,6 @@ def _abbreviate_data(value):
 
 
 def _image_note(data: str) -> str:
-    import base64
-    import io
-
-    from PIL import Image
-
     try:
         w, h = Image.open(io.BytesIO(base64.b64decode(data[:4096] + "=" * (-len(data[:4096]) % 4)))).size
     except Exception:  # noqa: BLE001 - not an image: its length is what matters
@@ -161,16 +176,8 @@ async def show_prompt(
 ) -> list[dict]:
     """The request bodies ``agent`` sends for one ``kind`` of request on a blank screenshot. A
     hosted family's body is what its provider's SDK is called with."""
-    from PIL import Image
-
-    from regionfocus.actions import Action, ActionType
-    from regionfocus.geometry import Point
-    from regionfocus.model import Avoid, Option, Query, Turn
-
     hosted = facts(agent).provider
     if hosted:
-        import importlib
-
         cls = family_class(agent)
         module, _, attr = cls.backend_class.partition(":")
         model = model or cls.default_model
@@ -217,8 +224,6 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 0
     if args.command == "show-prompt":
-        import asyncio
-
         bodies = asyncio.run(
             show_prompt(
                 args.agent,
@@ -251,17 +256,17 @@ def main(argv: list[str] | None = None) -> int:
 
 def parse_command(argv: list[str]) -> int:
     """parse a model answer into an action in original-screenshot pixels"""
-    return main(["parse", *argv])
+    return run_command("regionfocus parse", lambda: main(["parse", *argv]))
 
 
 def serve_command_command(argv: list[str]) -> int:
     """print the recommended `vllm serve` line for a model family"""
-    return main(["serve-command", *argv])
+    return run_command("regionfocus serve-command", lambda: main(["serve-command", *argv]))
 
 
 def show_prompt_command(argv: list[str]) -> int:
     """print exactly the request a model family is sent (templates, pre-fill)"""
-    return main(["show-prompt", *argv])
+    return run_command("regionfocus show-prompt", lambda: main(["show-prompt", *argv]))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -39,6 +39,7 @@ def add_agent_arguments(parser: argparse.ArgumentParser, default_agent: str = "o
     g = parser.add_argument_group("agent")
     g.add_argument(
         "--agent",
+        type=_agent,
         default=default_agent,
         help=f"model family: {', '.join(agent_names())} or a registered name (default: {default_agent}; ocr and "
         "a11y are offline stand-ins, not models: fixed rules over OCR lines or the page's accessibility tree "
@@ -129,6 +130,18 @@ def add_agent_arguments(parser: argparse.ArgumentParser, default_agent: str = "o
         metavar="PIXELS",
         help="ocr agent: pixels it sees of a full screenshot (default about 1 megapixel)",
     )
+
+
+def _agent(name: str) -> str:
+    """A registered agent name; any other is bad input naming the known ones (before a data
+    set is read or a server asked)."""
+    from regionfocus.adapters.registry import facts
+
+    try:
+        facts(name)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return name
 
 
 def _reply_bytes(value: str) -> int:

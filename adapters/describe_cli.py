@@ -8,6 +8,9 @@ import sys
 from PIL import Image, UnidentifiedImageError
 
 from regionfocus.geometry import Box
+from regionfocus.kit.command import Parser, run_command
+
+PROG = "regionfocus describe-screen"
 
 
 def _box(text: str) -> Box:
@@ -24,8 +27,12 @@ def _box(text: str) -> Box:
 
 def describe_screen_command(argv: list[str]) -> int:
     """Print the screen-to-text description of a screenshot (OCR lines and UI elements with boxes)."""
-    p = argparse.ArgumentParser(
-        prog="regionfocus describe-screen",
+    return run_command(PROG, lambda: _describe(argv))
+
+
+def _describe(argv: list[str]) -> int:
+    p = Parser(
+        prog=PROG,
         description="Turn a screenshot into text as the screen-to-text agent sees it: OCR lines and "
         "detected UI elements (buttons, text fields, text areas, checkboxes, radio buttons, "
         "dropdowns, links) merged by the paper's rules, sorted by y, boxes [x1, y1, x2, y2] in "

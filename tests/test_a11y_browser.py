@@ -283,8 +283,9 @@ def test_a11y_command_prints_observation_and_size(capsys):
     assert capsys.readouterr().out.startswith("role\tname\ttext")
     assert a11y_command([str(PAGES_DIR / "missing.html")]) == 2
     assert "no such file" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        a11y_command(["x.html", "--phases", "modal,zoom"])
+    assert a11y_command(["x.html", "--phases", "modal,zoom"]) == 2  # one line, no usage dump
+    err = capsys.readouterr().err
+    assert err.startswith("regionfocus a11y: error: --phases: unknown") and len(err.strip().splitlines()) == 1
 
 
 def test_benchmark_table_on_own_pages(capsys):

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from regionfocus.actions import Action
 from regionfocus.adapters import get_adapter, known_adapters, register_adapter
 from regionfocus.adapters.cli import main as cli_main
+from regionfocus.adapters.cli import parse_command
 from regionfocus.adapters.families.answers import typed_text
 from regionfocus.adapters.families.qwen import parse_qwen
 from regionfocus.adapters.families.uitars import parse_uitars
@@ -386,9 +387,11 @@ def test_cli_parse_prints_original_pixels(capsys):
 def test_cli_parse_unparseable_and_bad_size(capsys):
     assert cli_main(["parse", "--model", "qwen3-vl", "--size", "100x100", "no action here"]) == 1
     assert "could not parse" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        cli_main(["parse", "--model", "qwen3-vl", "--size", "100by100", "x"])
-    assert "WIDTHxHEIGHT" in capsys.readouterr().err
+    # through the command's runner: exit 2 and one line naming the flag, no usage dump
+    assert parse_command(["--model", "qwen3-vl", "--size", "100by100", "x"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("regionfocus parse: error: argument --size:") and "WIDTHxHEIGHT" in err
+    assert len(err.strip().splitlines()) == 1
 
 
 def test_cli_serve_command(capsys):

@@ -152,11 +152,11 @@ def test_describe_screen_command(tmp_path, capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["size"] == [520, 620]
     assert any(e["label"] == "'Submit' button" for e in data["elements"])
-    with pytest.raises(SystemExit):
-        describe_screen_command([str(tmp_path / "missing.png")])
-    assert "no such image" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        describe_screen_command([str(path), "--ignore", "1,2,3"])
+    assert describe_screen_command([str(tmp_path / "missing.png")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("regionfocus describe-screen: error: no such image") and len(err.splitlines()) == 1
+    assert describe_screen_command([str(path), "--ignore", "1,2,3"]) == 2
+    assert "--ignore wants x1,y1,x2,y2" in capsys.readouterr().err
 
 
 def _sentence(words: list[str], size: int = 18) -> tuple[Image.Image, TextLine, list[Box]]:

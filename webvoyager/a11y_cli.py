@@ -14,22 +14,23 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from regionfocus.a11y import PHASES, compress, linearize
+from regionfocus.kit.command import Parser, run_command
 
 from .a11y_tree import snapshot
 from .browser import Browser, EnvConfig
 from .tokens import TOKENIZER, count_tokens, tokenizer_available
 
 FORMATS = ("a11y", "compressed-a11y")
+PROG = "regionfocus a11y"
 
 
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
-        prog="regionfocus a11y",
+    ap = Parser(
+        prog=PROG,
         description="Print the accessibility observation of a page (plain linearized tree or "
         "A11y-Compressor's compressed one) and its size in characters and tokens.",
     )
@@ -83,6 +84,10 @@ async def _run(args: argparse.Namespace, viewport: tuple[int, int], phases: list
 
 def a11y_command(argv: list[str]) -> int:
     """Print a page's accessibility observation (linearized or compressed) and its size."""
+    return run_command(PROG, lambda: _print_observation(argv))
+
+
+def _print_observation(argv: list[str]) -> int:
     ap = _parser()
     args = ap.parse_args(argv)
     try:
@@ -97,9 +102,8 @@ def a11y_command(argv: list[str]) -> int:
         ap.error(f"--phases: unknown phase(s) {bad}; known: {', '.join(PHASES)}")
     try:
         text = asyncio.run(_run(args, (w, h), phases))
-    except (ValueError, RuntimeError) as e:
-        print(f"regionfocus a11y: {e}", file=sys.stderr)
-        return 2
+    except RuntimeError as e:  # the page did not load: bad input, named (ValueError is too)
+        raise ValueError(str(e)) from None
     print(text)
     tokens = (
         f"{count_tokens(text)} tokens ({TOKENIZER})"
