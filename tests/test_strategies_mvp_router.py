@@ -235,6 +235,30 @@ def test_router_trusts_the_model_whose_zoomed_point_moved_least():
     assert full2.image_size == [1600, 1000] and full2.seen_size == [800, 500]
     assert zoom2.image_size == zoom2.seen_size == [800, 500]
     assert res.candidates == [Point(1040, 500), Point(1203, 301)]
+    # the pixel limit each model ran with, beside the official code's
+    assert res.steps[0]["pixels"] == {
+        "first": {"max_pixels": None, "seen": [1600, 1000]},
+        "second": {"max_pixels": None, "seen": [800, 500]},
+        "official_max_pixels": 99_999_999,
+    }
+    assert (
+        "ran with an unstated pixel limit (first model), an unstated pixel limit (second model); "
+        "the official code runs at max_pixels 99,999,999" in res.notes
+    )
+
+
+def test_router_states_the_max_pixels_a_model_states():
+    @dataclass
+    class Capped(Scripted):
+        max_pixels: int = 500_000
+
+    res = run(
+        ZoomConsistencyRouter(), Capped(full=None, zoomed=Point(810, 505), cap=800), baseline=click(800, 500)
+    )
+    assert res.steps[0]["pixels"]["first"] == {"max_pixels": 500_000, "seen": [800, 500]}
+    assert res.notes[0] == (
+        "ran with max_pixels 500,000 (first model); the official code runs at max_pixels 99,999,999"
+    )
 
 
 def test_router_falls_back_as_the_code_does():
@@ -360,7 +384,10 @@ def test_harness_runs_both_over_http_and_their_results_rescore_exactly(servers, 
         "the official code runs at max_pixels 99,999,999" in summary
     )
     step = next(r for r in recs if r["id"] == "appb_0")["strategies"]["zoom-consistency"]["trace"]["steps"][0]
-    assert step["pixels"]["first"]["max_pixels"] == 12845056 and step["pixels"]["official_max_pixels"] == 99999999
+    assert (
+        step["pixels"]["first"]["max_pixels"] == 12845056
+        and step["pixels"]["official_max_pixels"] == 99999999
+    )
 
 
 def test_served_model_asked_for_mvp_exits_2_naming_mvp_grid_before_any_call(servers, tmp_path, capsys):
@@ -371,13 +398,15 @@ def test_served_model_asked_for_mvp_exits_2_naming_mvp_grid_before_any_call(serv
             "--base-url", server.base_url, "--model", "m", "--no-progress", "--strategy", "regionfocus,mvp"]  # fmt: skip
     assert main(argv) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
-    assert line.startswith("regionfocus screenspot-pro: error: --strategy mvp: ") and "--strategy mvp-grid" in line
+    assert (
+        line.startswith("regionfocus screenspot-pro: error: --strategy mvp: ")
+        and "--strategy mvp-grid" in line
+    )
     assert server.stats.chat_requests == 0 and not (tmp_path / "run").exists()
     # "all" leaves MVP out for a served model, says so, and runs the rest (mvp-grid among them)
     fit = fit_to_model(resolve("all"), Qwen25Adapter(OpenAIBackend([server.base_url], model="m")), every=True)
     assert "mvp" not in fit[0] and "mvp-grid" in fit[0] and list(fit[1]) == ["mvp"]
     assert not isinstance(Qwen25Adapter(OpenAIBackend([server.base_url], model="m")), AttentionModel)
-
 
 
 def test_router_over_two_endpoints_costs_each_models_calls(servers):

@@ -65,7 +65,7 @@ def pixel_limit(model: GroundingModel, size: tuple[int, int]) -> dict:
 
 
 def _limit_text(limit: int | None) -> str:
-    return f"max_pixels {limit:,}" if limit is not None else "a pixel limit the model does not state"
+    return f"max_pixels {limit:,}" if limit is not None else "an unstated pixel limit"
 
 
 class Zoomed(NamedTuple):
