@@ -211,3 +211,35 @@ def test_the_site_builds_strictly(tmp_path: Path):
         timeout=600,
     )
     assert done.returncode == 0, done.stderr[-4000:]
+
+
+def _family_rows() -> list[str]:
+    """The families table of docs/guides/models.md, from each family's class."""
+    from regionfocus.adapters import registry
+
+    rows = []
+    for name in registry.agent_names():
+        facts = registry.facts(name)
+        if not facts.is_family:
+            continue
+        cls = registry.family_class(name)
+        if getattr(facts, "provider", None):
+            frame, resize = (
+                "the provider's (see [Hosted models](hosted.md))",
+                "the provider's documented downscaling",
+            )
+        else:
+            frame = "0–1000 on each axis" if cls.frame == "relative" else "pixels of the resized image"
+            passes, spec = [], cls.default_resize
+            while spec is not None:
+                passes.append(f"factor {spec.factor}, {spec.min_pixels:,}–{spec.max_pixels:,} px")
+                spec = spec.then
+            resize = "smart_resize, " + ", then ".join(passes)
+        rows.append(f"| `{name}` | {frame} | {resize} |")
+    return rows
+
+
+def test_the_families_table_is_the_families_data():
+    text = (ROOT / "docs" / "guides" / "models.md").read_text(encoding="utf-8")
+    table = [line for line in text.splitlines() if line.startswith("| `") and not line.startswith("| `--")]
+    assert table == _family_rows()
