@@ -20,17 +20,8 @@ from regionfocus.adapters.cli_args import (
     request_identity,
 )
 from regionfocus.adapters.reasoning.coat_model import CoatModel
-from regionfocus.kit.command import (
-    Parser,
-    Subcommand,
-    UsageError,
-    at_least_one,
-    default_out,
-    dispatch,
-    ending,
-    exit_codes,
-    subcommand_help,
-)
+from regionfocus.kit import command
+from regionfocus.kit.flags import add_out_argument
 from regionfocus.kit.runlog import RunFolder, atomic_write_text
 from regionfocus.model import GroundingModel
 
@@ -62,7 +53,7 @@ DATA: a folder of AITZ episode files (the released layout; images beside them or
 
 
 def score_parser() -> argparse.ArgumentParser:
-    p = Parser(prog=f"{PROG} score", description="Score a predictions file against AITZ episodes.")
+    p = command.Parser(prog=f"{PROG} score", description="Score a predictions file against AITZ episodes.")
     p.add_argument("data", metavar="DATA", help="folder of AITZ episode files")
     p.add_argument("predictions", metavar="PREDICTIONS", help="JSON Lines, one step each (see `aitz --help`)")
     p.add_argument(
@@ -79,14 +70,14 @@ def score_parser() -> argparse.ArgumentParser:
 
 
 def run_parser() -> argparse.ArgumentParser:
-    p = Parser(
+    p = command.Parser(
         prog=f"{PROG} run",
         description="Run an agent over AITZ episodes (teacher-forced).",
-        epilog=exit_codes("episodes"),
+        epilog=command.exit_codes("episodes"),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("data", metavar="DATA", help="folder of AITZ episode files")
-    p.add_argument("--out", metavar="RUN_DIR", help=f"run folder (default: {default_out('aitz', '<agent>')})")
+    add_out_argument(p, "aitz")
     p.add_argument("--limit", type=int, metavar="N", help="the first N episodes (in file order)")
     p.add_argument("--concurrency", type=int, default=4, metavar="N", help="episodes in flight (default 4)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -115,7 +106,7 @@ def cmd_score(argv: list[str]) -> int:
 def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
     """run an agent over AITZ episodes, teacher-forced"""
     args = run_parser().parse_args(argv)
-    at_least_one("--concurrency", args.concurrency)
+    command.at_least_one("--concurrency", args.concurrency)
     coat = coat_from_args(args)
     episodes = load_aitz(args.data)[: args.limit]
     owned = model is None
@@ -123,7 +114,7 @@ def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
         model = build_model(args, concurrency=args.concurrency, coat=coat)
     elif coat is not None:
         model = CoatModel(model, coat)
-    out = Path(args.out or default_out("aitz", args.agent))
+    out = Path(args.out or command.default_out("aitz", args.agent))
     identity = {
         "data": str(Path(args.data).resolve()),
         "agent": args.agent,
@@ -175,7 +166,7 @@ def _write_outputs(out: Path, agent: str, episodes: list, records: list[dict]) -
     ]
     atomic_write_text(out / "predictions.jsonl", "".join(lines))
     table = score(episodes, predictions).table()
-    line, code = ending(records, "episodes", len(episodes))
+    line, code = command.ending(records, "episodes", len(episodes))
     atomic_write_text(out / "summary.md", f"# AITZ, {agent}\n\n```\n{table}\n```\n\n{line}.\n")
     print(table)
     print(line)
@@ -183,17 +174,22 @@ def _write_outputs(out: Path, agent: str, episodes: list, records: list[dict]) -
 
 
 SUBCOMMANDS = {
-    "score": Subcommand(cmd_score, "DATA PREDICTIONS.jsonl"),
-    "run": Subcommand(cmd_run, "DATA --agent AGENT ..."),
+    "score": command.Subcommand(cmd_score, "DATA PREDICTIONS.jsonl"),
+    "run": command.Subcommand(cmd_run, "DATA --agent AGENT ..."),
 }
 
 
 def _help(argv: list[str]) -> int:
     """What runs when no subcommand is named: the overview, or bad input naming the word."""
     if not argv or argv[0] in ("-h", "--help"):
-        print(DESCRIPTION.format(commands=subcommand_help(PROG, SUBCOMMANDS)) + exit_codes("episodes"))
+        print(
+            DESCRIPTION.format(commands=command.subcommand_help(PROG, SUBCOMMANDS))
+            + command.exit_codes("episodes")
+        )
         return 0
-    raise UsageError(f"{PROG}: error: unknown command {argv[0]!r} (choose from {', '.join(SUBCOMMANDS)})")
+    raise command.UsageError(
+        f"{PROG}: error: unknown command {argv[0]!r} (choose from {', '.join(SUBCOMMANDS)})"
+    )
 
 
 def main(argv: list[str] | None = None, *, model: GroundingModel | None = None) -> int:
@@ -201,8 +197,11 @@ def main(argv: list[str] | None = None, *, model: GroundingModel | None = None) 
 
     ``model``: run this GroundingModel instead of the one the flags describe."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    table = {**SUBCOMMANDS, "run": Subcommand(lambda rest: cmd_run(rest, model), SUBCOMMANDS["run"].args)}
-    return dispatch(PROG, argv, table, _help, "episodes")
+    table = {
+        **SUBCOMMANDS,
+        "run": command.Subcommand(lambda rest: cmd_run(rest, model), SUBCOMMANDS["run"].args),
+    }
+    return command.dispatch(PROG, argv, table, _help, "episodes")
 
 
 if __name__ == "__main__":

@@ -22,18 +22,9 @@ from regionfocus.adapters.cli_args import (
     request_identity,
 )
 from regionfocus.adapters.redact import redact_url
-from regionfocus.kit import hub
-from regionfocus.kit.command import (
-    Parser,
-    Subcommand,
-    at_least_one,
-    default_out,
-    dispatch,
-    ending,
-    exit_codes,
-    subcommand_help,
-)
+from regionfocus.kit import command, hub
 from regionfocus.kit.flags import (
+    add_out_argument,
     add_regionfocus_arguments,
     add_strategy_argument,
     config_from_args,
@@ -100,10 +91,10 @@ def data_layouts(formats: tuple[Format, ...] = FORMATS) -> str:
 
 
 def run_parser() -> argparse.ArgumentParser:
-    p = Parser(
+    p = command.Parser(
         prog=PROG,
-        description=f"{DESCRIPTION}\nother commands:\n{subcommand_help(PROG, SUBCOMMANDS)}",
-        epilog=f"{FILES}\n{data_layouts()}\n\n{exit_codes('samples')}",
+        description=f"{DESCRIPTION}\nother commands:\n{command.subcommand_help(PROG, SUBCOMMANDS)}",
+        epilog=f"{FILES}\n{data_layouts()}\n\n{command.exit_codes('samples')}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _data_arguments(p.add_argument_group("data"))
@@ -152,9 +143,7 @@ def _data_arguments(d: argparse._ArgumentGroup) -> None:
 
 
 def _run_arguments(r: argparse._ArgumentGroup) -> None:
-    r.add_argument(
-        "--out", metavar="RUN_DIR", help=f"run folder (default: {default_out('screenspot-pro', '<agent>')})"
-    )
+    add_out_argument(r, "<benchmark>")  # screenspot-pro, screenspot-v2, osworld-g, ui-vision
     r.add_argument("--concurrency", type=int, default=4, metavar="N", help="samples in flight (default 4)")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
     r.add_argument(
@@ -287,7 +276,7 @@ def _load_samples(args: argparse.Namespace, data_dir: Path) -> tuple[Format, lis
     """The benchmark in ``data_dir`` and this shard's samples of the selection. Raises
     ValueError for a selection or shard holding none."""
     max_pixels = DEFAULT_MAX_IMAGE_PIXELS if args.max_image_pixels is None else args.max_image_pixels
-    at_least_one("--max-image-pixels", max_pixels)
+    command.at_least_one("--max-image-pixels", max_pixels)
     # This process decodes what the loader accepted; Pillow's global guard must not be stricter.
     Image.MAX_IMAGE_PIXELS = max(Image.MAX_IMAGE_PIXELS or 0, max_pixels)
     fmt = detect(data_dir)
@@ -330,7 +319,7 @@ def _invocation(args: argparse.Namespace, n_selected: int) -> dict[str, Any]:
 def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
     """ground the selected samples (the default command; see above)"""
     args = run_parser().parse_args(argv)
-    at_least_one("--concurrency", args.concurrency)
+    command.at_least_one("--concurrency", args.concurrency)
     config = config_from_args(args)
     strategies = strategy_names(args.strategy)
     second = build_second_model(args, concurrency=args.concurrency)
@@ -339,7 +328,7 @@ def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
     fmt, samples = _load_samples(args, data_dir)
     if args.prices:
         load_prices(args.prices)  # a table that does not read fails before any model call
-    out = Path(args.out or default_out(fmt.name, args.agent))
+    out = Path(args.out or command.default_out(fmt.name, args.agent))
     owned = model is None  # a model the caller passed in is the caller's to close
     model = _model(args) if model is None else model
     strategies, unfit = fit_to_model(strategies, model, every=(args.strategy or "").strip().lower() == "all")
@@ -380,7 +369,7 @@ def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
 def print_ending(run_dir: str | Path) -> int:
     """Print what the run holds (finished of selected, errors, partial) as the last line; the
     exit code it earns (every sample failed: :data:`~regionfocus.kit.command.ALL_FAILED`)."""
-    line, code = ending(load_run(run_dir), "samples", selected_count(read_config(run_dir)))
+    line, code = command.ending(load_run(run_dir), "samples", selected_count(read_config(run_dir)))
     print(line)
     return code
 
@@ -398,7 +387,9 @@ async def _close(model: GroundingModel) -> None:
 
 def cmd_report(argv: list[str]) -> int:
     """rebuild results and reports from a run folder"""
-    p = Parser(prog=f"{PROG} report", description="Rebuild results, summary.md and report.html from RUN_DIR.")
+    p = command.Parser(
+        prog=f"{PROG} report", description="Rebuild results, summary.md and report.html from RUN_DIR."
+    )
     p.add_argument("run_dir", metavar="RUN_DIR")
     p.add_argument("--thumb-width", type=int, default=1200, help="width of the report's screenshots (px)")
     p.add_argument(
@@ -426,7 +417,9 @@ def cmd_report(argv: list[str]) -> int:
 
 def cmd_compare(argv: list[str]) -> int:
     """two runs side by side"""
-    p = Parser(prog=f"{PROG} compare", description="Print two run folders side by side (accuracy in %).")
+    p = command.Parser(
+        prog=f"{PROG} compare", description="Print two run folders side by side (accuracy in %)."
+    )
     p.add_argument("run_a", metavar="RUN_A")
     p.add_argument("run_b", metavar="RUN_B")
     args = p.parse_args(argv)
@@ -436,7 +429,7 @@ def cmd_compare(argv: list[str]) -> int:
 
 def cmd_merge(argv: list[str]) -> int:
     """one run folder from the --shard I/N runs"""
-    p = Parser(
+    p = command.Parser(
         prog=f"{PROG} merge",
         description="One run folder from the folders of a --shard I/N run (all N of them): the same "
         "records, results, summary.md and report.html as one unsharded run. Refuses shards run with "
@@ -455,7 +448,7 @@ def cmd_merge(argv: list[str]) -> int:
 
 def cmd_build_sample(argv: list[str]) -> int:
     """render a small ScreenSpot-Pro-format set"""
-    p = Parser(
+    p = command.Parser(
         prog=f"{PROG} build-sample",
         description="Render a ScreenSpot-Pro-format set (annotations/, images/) with Chromium.",
     )
@@ -474,10 +467,10 @@ def cmd_build_sample(argv: list[str]) -> int:
 
 
 SUBCOMMANDS = {
-    "report": Subcommand(cmd_report, "RUN_DIR"),
-    "compare": Subcommand(cmd_compare, "RUN_A RUN_B"),
-    "merge": Subcommand(cmd_merge, "OUT SHARD_DIR..."),
-    "build-sample": Subcommand(cmd_build_sample, "OUT_DIR"),
+    "report": command.Subcommand(cmd_report, "RUN_DIR"),
+    "compare": command.Subcommand(cmd_compare, "RUN_A RUN_B"),
+    "merge": command.Subcommand(cmd_merge, "OUT SHARD_DIR..."),
+    "build-sample": command.Subcommand(cmd_build_sample, "OUT_DIR"),
 }
 
 
@@ -487,7 +480,7 @@ def main(argv: list[str] | None = None, *, model: GroundingModel | None = None) 
     ``model``: use this GroundingModel instead of the one the flags describe (for Python
     callers wrapping their own agent)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    return dispatch(PROG, argv, SUBCOMMANDS, lambda rest: cmd_run(rest, model), "samples")
+    return command.dispatch(PROG, argv, SUBCOMMANDS, lambda rest: cmd_run(rest, model), "samples")
 
 
 if __name__ == "__main__":

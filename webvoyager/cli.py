@@ -27,18 +27,10 @@ from regionfocus.adapters.cli_args import (
 )
 from regionfocus.adapters.redact import redact_url
 from regionfocus.adapters.registry import facts
-from regionfocus.kit.command import (
-    Parser,
-    Subcommand,
-    at_least_one,
-    default_out,
-    dispatch,
-    ending,
-    exit_codes,
-    subcommand_help,
-)
+from regionfocus.kit import command
 from regionfocus.kit.flags import (
     REGIONFOCUS,
+    add_out_argument,
     add_regionfocus_arguments,
     add_strategy_argument,
     config_from_args,
@@ -118,12 +110,12 @@ OBSERVATIONS = ("screenshot", "a11y", "compressed-a11y", "screenshot+compressed-
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = Parser(
+    p = command.Parser(
         prog=PROG,
         description="Run a GUI agent (optionally wrapped by RegionFocus) in headless Chromium on "
         "WebVoyager tasks or offline MiniWoB++ pages.\n\nother commands:\n"
-        + subcommand_help(PROG, SUBCOMMANDS),
-        epilog=EXAMPLES + "\n" + exit_codes("tasks"),
+        + command.subcommand_help(PROG, SUBCOMMANDS),
+        epilog=EXAMPLES + "\n" + command.exit_codes("tasks"),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     g = p.add_argument_group("tasks and run")
@@ -171,11 +163,7 @@ def _task_arguments(g: argparse._ArgumentGroup) -> None:
 
 
 def _run_arguments(g: argparse._ArgumentGroup) -> None:
-    g.add_argument(
-        "--out",
-        metavar="RUN_DIR",
-        help=f"run folder, created or resumed (default: {default_out('webvoyager', '<agent>')})",
-    )
+    add_out_argument(g, "webvoyager")
     g.add_argument(
         "--max-steps",
         type=int,
@@ -355,14 +343,14 @@ def _resolve(args: argparse.Namespace) -> _Resolved:
     from . import miniwob  # Playwright: see _suite
 
     st = _suite()
-    at_least_one("--concurrency", args.concurrency)
+    command.at_least_one("--concurrency", args.concurrency)
     tasks, kind = load_task_list(args)
     n_all, tasks = len(tasks), select(tasks, args.shard)
     if not tasks:
         raise ValueError(f"shard {args.shard} holds none of the {n_all} tasks; use fewer shards")
     suite = kind == st.SUITE_NAME  # the paper's setting, beside its defaults below
-    at_least_one("--max-steps", args.max_steps)
-    at_least_one("--max-model-steps", args.max_model_steps)
+    command.at_least_one("--max-steps", args.max_steps)
+    command.at_least_one("--max-model-steps", args.max_model_steps)
     task_zoom = (
         (st.TASK_ZOOM if suite else miniwob.DEFAULT_ZOOM) if args.task_zoom is None else args.task_zoom
     )
@@ -461,7 +449,7 @@ def _run_folders(args: argparse.Namespace) -> dict[str, Path]:
     names = strategy_names(args.strategy)
     if args.no_regionfocus and len(names) > 1:
         raise ValueError("--no-regionfocus runs no strategy: give one --strategy at most")
-    out = Path(args.out or default_out("webvoyager", args.agent))
+    out = Path(args.out or command.default_out("webvoyager", args.agent))
     return {name: out if len(names) == 1 else out / name for name in names}
 
 
@@ -525,13 +513,13 @@ def print_ending(root: str | Path, n_selected: int | None = None) -> int:
     """The last line (tasks finished of selected, errors, partial) and the exit code it earns
     (every task failed: :data:`~regionfocus.kit.command.ALL_FAILED`)."""
     n = selected_count(read_config(root)) if n_selected is None else n_selected
-    line, code = ending(read_results(root), "tasks", n)
+    line, code = command.ending(read_results(root), "tasks", n)
     print(line)
     return code
 
 
 def _judge_parser() -> argparse.ArgumentParser:
-    p = Parser(
+    p = command.Parser(
         prog=f"{PROG} judge",
         description="Auto-evaluate a WebVoyager run with an OpenAI-compatible VLM (the official protocol: "
         "task, final answer and the last K screenshots; SUCCESS or NOT SUCCESS), REPEATS times; "
@@ -590,7 +578,7 @@ def _require_run(path: str) -> None:
 
 def report_main(argv: list[str]) -> int:
     """rebuild results.json, summary and report.html from a run folder"""
-    p = Parser(
+    p = command.Parser(
         prog=f"{PROG} report",
         description="Rebuild RUN_DIR/results.json, summary.json, summary.md and report.html from the run "
         "folder's record log.",
@@ -608,7 +596,7 @@ def report_main(argv: list[str]) -> int:
 
 def compare_main(argv: list[str]) -> int:
     """two run folders of the same tasks side by side (paired test)"""
-    p = Parser(
+    p = command.Parser(
         prog=f"{PROG} compare",
         description="Two run folders of the same tasks side by side: success with 95 %% intervals, "
         "and the paired test (exact McNemar, bootstrap interval of the difference) on the tasks both scored.",
@@ -631,7 +619,7 @@ def rebuild_outputs(root: str | Path) -> tuple[str | None, Path]:
 
 def merge_main(argv: list[str]) -> int:
     """one run folder from the folders of a --shard I/N run"""
-    p = Parser(
+    p = command.Parser(
         prog=f"{PROG} merge",
         description="One run folder from the folders of a --shard I/N run (all N): the records, the "
         "per-task folders (screenshots, interact_messages.json), results.json, summary and report.html "
@@ -654,17 +642,17 @@ def merge_main(argv: list[str]) -> int:
 
 
 SUBCOMMANDS = {
-    "judge": Subcommand(judge_main, "RUN_DIR --base-url URL --model NAME"),
-    "report": Subcommand(report_main, "RUN_DIR"),
-    "compare": Subcommand(compare_main, "RUN_A RUN_B"),
-    "merge": Subcommand(merge_main, "OUT SHARD_DIR..."),
+    "judge": command.Subcommand(judge_main, "RUN_DIR --base-url URL --model NAME"),
+    "report": command.Subcommand(report_main, "RUN_DIR"),
+    "compare": command.Subcommand(compare_main, "RUN_A RUN_B"),
+    "merge": command.Subcommand(merge_main, "OUT SHARD_DIR..."),
 }
 
 
 def main(argv: list[str] | None = None) -> int:
     """browse live pages in Chromium (WebVoyager tasks, MiniWoB++ offline)"""
     argv = list(sys.argv[1:] if argv is None else argv)
-    return dispatch(PROG, argv, SUBCOMMANDS, run_main, "tasks")
+    return command.dispatch(PROG, argv, SUBCOMMANDS, run_main, "tasks")
 
 
 if __name__ == "__main__":

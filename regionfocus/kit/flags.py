@@ -7,10 +7,20 @@ import argparse
 
 from ..config import PROPOSERS, RegionFocusConfig
 from ..strategies import STRATEGIES
+from .command import default_out
 
 REGIONFOCUS = "regionfocus"
 # Short names users type (the issue and the papers say "narrowing", "DiMo").
 STRATEGY_ALIASES = {"narrowing": "iterative-narrowing", "focusing": "iterative-focusing", "dimo": "dimo-gui"}
+
+
+def add_out_argument(group: argparse._ArgumentGroup, harness: str) -> None:
+    """``--out RUN_DIR``: optional in every harness, defaulting to :func:`default_out`."""
+    group.add_argument(
+        "--out",
+        metavar="RUN_DIR",
+        help=f"run folder, created or resumed (default: {default_out(harness, '<agent>')})",
+    )
 
 
 def add_strategy_argument(group: argparse._ArgumentGroup, how_they_run: str) -> None:
