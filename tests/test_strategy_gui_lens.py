@@ -634,6 +634,10 @@ def test_registered_listed_and_configured_by_name(capsys):
     assert "gui-lens" in out and "Fzkuji/GUI-Agent-Harness" in out
     s = get_strategy("gui-lens", config="legacy_baseline")
     assert s.config.scale_mode == "fill" and s.config.final_recrop_limit == 0
+    # The published runs' configs under their own names, for --strategy.
+    assert get_strategy("gui-lens-legacy").config == PRESETS["legacy_baseline"]
+    assert get_strategy("gui-lens-claude").config.crop_check_mode == "off"
+    assert "gui-lens-legacy" in out and "87.9 %" in out and "gui-lens-claude" in out
     with pytest.raises(ValueError, match="unknown config 'best'"):
         get_strategy("gui-lens", config="best")
     with pytest.raises(ValueError, match="coords must be"):

@@ -17,7 +17,7 @@ from .chain_of_ground import ChainOfGround
 from .compose import MapChoice, Triggered, choose_on_map
 from .dimo import DiMoGUI
 from .focusing import IterativeFocusing
-from .gui_lens import GuiLens
+from .gui_lens import GuiLens, GuiLensClaude, GuiLensLegacy
 from .gui_rc import GuiRC
 from .mega_gui import MegaGuiZoom
 from .mvp import MVP, MVPGrid
@@ -82,6 +82,8 @@ STRATEGIES: dict[str, StrategyInfo] = {
             MVPGrid,
             ZoomConsistencyRouter,
             GuiLens,
+            GuiLensLegacy,
+            GuiLensClaude,
         ),
     )
 }
@@ -113,6 +115,8 @@ __all__ = [
     "ChainOfGround",
     "DiMoGUI",
     "GuiLens",
+    "GuiLensClaude",
+    "GuiLensLegacy",
     "GuiRC",
     "IterativeFocusing",
     "IterativeNarrowing",

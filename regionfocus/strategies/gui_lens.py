@@ -39,7 +39,9 @@ Presets (``config=``): "sspro_stack_zoom" (default; the design-ablation "full" a
 GPT-5.5 on 300 samples), "legacy_baseline" (the config of GPT-5.5's 87.9 % on all 1581 samples:
 fill scaling, the legacy prompt order, no ranking of hints, an 85 % area cap, all final boxes)
 and "sspro_stack_zoom_claude2000" (Claude Opus 4.7's 82.3 %: crops shown at most 2000 px long,
-no gate). Any field of :class:`LensConfig` can be changed with ``dataclasses.replace``.
+no gate); the last two are also registered on their own, ``gui-lens-legacy`` and
+``gui-lens-claude``, so ``--strategy`` reaches them. Any field of :class:`LensConfig` can be
+changed with ``dataclasses.replace``.
 
 The protocol. Every request above is free text with JSON answers: a model offering ``chat``
 (:class:`~regionfocus.strategies.protocol.ChatModel`) gets the official texts exactly
@@ -499,6 +501,31 @@ class GuiLens(BaseStrategy):
             )
             point = await _GroundLens(s).locate()
         return ledger.finish(point)
+
+
+@dataclass
+class GuiLensLegacy(GuiLens):
+    """GUI-Lens with the config of GPT-5.5's 87.9 % on all of ScreenSpot-Pro (``legacy_baseline``)."""
+
+    name = "gui-lens-legacy"
+    paper = "GUI-Lens, config legacy_baseline (GPT-5.5's 87.9 %; Fzkuji/GUI-Agent-Harness @ 23e75e0)"
+    call_budget = GuiLens.call_budget.replace("1-3 final clicks", "every final box (all) clicked")
+
+    config: LensConfig | str = "legacy_baseline"
+
+
+@dataclass
+class GuiLensClaude(GuiLens):
+    """GUI-Lens with the config of Claude Opus 4.7's 82.3 % (``sspro_stack_zoom_claude2000``)."""
+
+    name = "gui-lens-claude"
+    paper = (
+        "GUI-Lens, config sspro_stack_zoom_claude2000 (Claude Opus 4.7's 82.3 %; "
+        "Fzkuji/GUI-Agent-Harness @ 23e75e0)"
+    )
+    call_budget = "per round 1-7 crop requests, no gate (8 rounds), then 1-3 final clicks, each reviewed"
+
+    config: LensConfig | str = "sspro_stack_zoom_claude2000"
 
 
 # ------------------------------------------------------------------ the official protocol, in text
