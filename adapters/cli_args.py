@@ -48,6 +48,11 @@ def add_agent_arguments(parser: argparse.ArgumentParser, default_agent: str = "o
         "text-only LLM over --base-url/--model reading the screenshot through OCR, and forces "
         "--history text and --aggregation text since it cannot see stars)",
     )
+    _server_arguments(g)
+    _request_arguments(g)
+
+
+def _server_arguments(g: argparse._ArgumentGroup) -> None:
     g.add_argument(
         "--base-url",
         action="append",
@@ -98,6 +103,9 @@ def add_agent_arguments(parser: argparse.ArgumentParser, default_agent: str = "o
         default=0.0,
         help="sampling temperature, sent explicitly (default 0, greedy)",
     )
+
+
+def _request_arguments(g: argparse._ArgumentGroup) -> None:
     g.add_argument(
         "--image-format",
         choices=("png", "jpeg", "webp"),
