@@ -60,7 +60,10 @@ def official_positions(query, key, img_start, img_end, width, height, resized, t
     for idx in top_indices:
         py, px = idx // n_w, idx % n_w
         out.append(
-            ((px + 0.5) * patch_size * (width / resized_width), (py + 0.5) * patch_size * (height / resized_height))
+            (
+                (px + 0.5) * patch_size * (width / resized_width),
+                (py + 0.5) * patch_size * (height / resized_height),
+            )
         )
     return out
 
@@ -111,7 +114,10 @@ def attention_case(draw):
     cols, rows = draw(st.integers(1, 30)), draw(st.integers(1, 20))
     before, after = draw(st.integers(0, 6)), draw(st.integers(1, 6))  # text around the image
     width, height = draw(st.integers(50, 7000)), draw(st.integers(50, 4500))
-    window = (draw(st.sampled_from([1288, 728, 300, 5000, 41])), draw(st.sampled_from([728, 1288, 200, 3000, 17])))
+    window = (
+        draw(st.sampled_from([1288, 728, 300, 5000, 41])),
+        draw(st.sampled_from([728, 1288, 200, 3000, 17])),
+    )
     return {
         "kv": kv,
         "heads": kv * groups,
@@ -143,10 +149,19 @@ def test_our_windows_are_the_official_codes_on_the_same_attention_tensor(case):
     resized = (case["cols"] * CELL, case["rows"] * CELL)
     width, height = case["given"]
     positions = official_positions(
-        query, official_repeat_kv(key, case["heads"] // case["kv"]), start, end, width, height, resized, case["top_k"]
+        query,
+        official_repeat_kv(key, case["heads"] // case["kv"]),
+        start,
+        end,
+        width,
+        height,
+        resized,
+        case["top_k"],
     )
     expected = official_regions(positions, width, height, case["n"], *case["window"])
-    got = our_windows(query, key, start, end, case["given"], case["cols"], case["top_k"], case["n"], case["window"])
+    got = our_windows(
+        query, key, start, end, case["given"], case["cols"], case["top_k"], case["n"], case["window"]
+    )
     assert got == expected
 
 
