@@ -431,7 +431,7 @@ async def test_a_round_that_lost_view_calls_makes_the_task_partial_until_retried
         ln for ln in (tmp_path / "run" / "summary.md").read_text().splitlines() if "**overall**" in ln
     )
     cells = [c.strip() for c in overall.strip("|").split("|")]
-    assert (cells[5], cells[6]) == ("0", "1")  # errors, partial
+    assert (cells[6], cells[7]) == ("0", "1")  # errors, partial (after the 95 % CI column)
     assert 'data-status="partial"' in (tmp_path / "run" / "report.html").read_text()
 
     again = RunDir(tmp_path / "run", retry_errors=True)
