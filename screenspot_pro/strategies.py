@@ -329,7 +329,6 @@ def comparison_notes(rows: Sequence[dict[str, Any]]) -> list[str]:
     return out
 
 
-
 def _f(v: float | None, digits: int = 1) -> str:
     return "–" if v is None else f"{v:.{digits}f}"
 
