@@ -31,25 +31,6 @@ from .metrics import CORRECT, judge
 
 BASELINE = "baseline"
 REGIONFOCUS = "regionfocus"
-# Short names users type (the issue and the papers say "narrowing", "DiMo").
-ALIASES = {"narrowing": "iterative-narrowing", "focusing": "iterative-focusing", "dimo": "dimo-gui"}
-
-
-def resolve(spec: str | None) -> tuple[str, ...]:
-    """Strategy names from ``--strategy`` ("a,b", or "all": every registered strategy that needs
-    no second model). None or empty: RegionFocus alone, the harness's default."""
-    if not spec:
-        return (REGIONFOCUS,)
-    names = [ALIASES.get(s.strip().lower(), s.strip().lower()) for s in spec.split(",") if s.strip()]
-    if names == ["all"]:
-        return tuple(n for n, info in STRATEGIES.items() if not info.needs_planner)
-    unknown = [n for n in names if n not in STRATEGIES]
-    if unknown:
-        raise ValueError(
-            f"--strategy: unknown {', '.join(map(repr, unknown))}; known: {', '.join(STRATEGIES)} "
-            "(or 'all'; `regionfocus strategies` lists them)"
-        )
-    return tuple(dict.fromkeys(names))
 
 
 def second_options(names: Sequence[str], second: GroundingModel | None) -> dict[str, dict[str, Any]]:

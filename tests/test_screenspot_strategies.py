@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from regionfocus.kit.flags import strategy_names as resolve
 from regionfocus.kit.runlog import read_records
 from regionfocus.screenspot_pro.cli import main
-from regionfocus.screenspot_pro.strategies import resolve
 
 from .test_screenspot_helpers import ColourModel, fresh_dataset
 

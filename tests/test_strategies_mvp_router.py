@@ -21,10 +21,11 @@ from regionfocus.adapters.backends.openai_http import OpenAIBackend
 from regionfocus.adapters.families.qwen import Qwen25Adapter
 from regionfocus.agent import StaticPrediction
 from regionfocus.geometry import Box, Point
+from regionfocus.kit.flags import strategy_names as resolve
 from regionfocus.kit.runlog import read_records
 from regionfocus.model import ModelReply, Query, Usage
 from regionfocus.screenspot_pro.cli import main
-from regionfocus.screenspot_pro.strategies import fit_to_model, resolve, run_peers
+from regionfocus.screenspot_pro.strategies import fit_to_model, run_peers
 from regionfocus.strategies import MVP, STRATEGIES, MVPGrid, ZoomConsistencyRouter, get_strategy
 from regionfocus.strategies.cli import strategies_command
 from regionfocus.strategies.mvp import AttentionModel, agreeing_groups, choose, grid_windows, ranked_windows
