@@ -219,7 +219,7 @@ class RecordError(RunFolderError):
 
 # Compiled checks by harness schema (its identity: the schemas are module constants). Compiled,
 # not interpreted: a 1,581-record ScreenSpot-Pro log is read a few times per command; checking
-# it takes 0.05 CPU s so (a sixth of parsing it), 1.1 s with jsonschema's interpreter.
+# it costs about a tenth of parsing it, jsonschema's interpreter 20x more (benchmarks/record_contract.py).
 _CHECKS: dict[int, tuple[dict[str, Any] | None, Callable[[Any], Any]]] = {}
 _JSON_TYPES = {"object": "an object", "array": "a list", "string": "a string", "integer": "an integer",
                "number": "a number", "boolean": "true or false", "null": "null"}  # fmt: skip
