@@ -223,13 +223,16 @@ def _identity(
     }
 
 
-def _resolve_data(arg: str, out: str | None = None) -> tuple[Path, str | None]:
+def _resolve_data(arg: str, outs: list[str] | tuple[str, ...] = ()) -> tuple[Path, str | None]:
     """The folder ``--data`` names, and for a Hub set its pinned id (hf:OWNER/NAME@commit); a
-    rerun into ``out`` reads the commit its config.json pinned when ``arg`` names no revision."""
+    rerun into a run folder of ``outs`` (--out, else each benchmark's default folder: which one
+    is known only once the data is) reads the commit its config.json pinned when ``arg`` names
+    no revision."""
     if hub.is_hub(arg):
         spec = hub.parse_spec(arg)
-        if out:
-            spec = hub.pinned_revision(spec, Path(out) / "config.json")
+        for out in outs:
+            if spec.revision is None:
+                spec = hub.pinned_revision(spec, Path(out) / "config.json")
         print(f"data: {spec} from the Hugging Face Hub (kept in its cache)", file=sys.stderr)
         got = hub.fetch(spec)
         return got.path, got.pinned
@@ -324,7 +327,8 @@ def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
     strategies = strategy_names(args.strategy)
     second = build_second_model(args, concurrency=args.concurrency)
     options = second_options(strategies, second)
-    data_dir, data_id = _resolve_data(args.data, args.out)
+    outs = [args.out] if args.out else [command.default_out(f.name, args.agent) for f in FORMATS]
+    data_dir, data_id = _resolve_data(args.data, outs)
     fmt, samples = _load_samples(args, data_dir)
     if args.prices:
         load_prices(args.prices)  # a table that does not read fails before any model call

@@ -114,6 +114,19 @@ def test_a_rerun_reads_the_pinned_commit_from_the_cache_after_main_moved(hub_env
     assert config["identity"]["data"] == f"hf:{REPO}@{first}"
 
 
+def test_a_rerun_into_the_default_folder_reads_its_pinned_commit_too(hub_env, tmp_path, monkeypatch, capsys):
+    server, repo, first = hub_env
+    monkeypatch.chdir(tmp_path)  # no --out: runs/screenspot-pro-ocr, known only once the data is
+    argv = ["--data", f"hf:{REPO}", "--agent", "ocr", "--no-progress", "--no-regionfocus"]
+    assert screenspot_main(argv, model=model_clicking_the_target()) == 0
+    repo.add_commit(screenspot_files("open the edit menu"), ref="main")
+    server.requests.clear()
+    assert screenspot_main(argv, model=model_clicking_the_target()) == 0, capsys.readouterr().err
+    assert server.requests == []
+    (config,) = (tmp_path / "runs").glob("*/config.json")
+    assert json.loads(config.read_text())["identity"]["data"] == f"hf:{REPO}@{first}"
+
+
 def test_a_second_run_elsewhere_downloads_no_file_again(hub_env, tmp_path, capsys):
     server, _, first = hub_env
     assert run(tmp_path / "a", f"hf:{REPO}@v1", capsys)[0] == 0
