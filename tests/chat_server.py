@@ -306,7 +306,20 @@ class ChatServer:
         }
 
 
-class _Handler(BaseHTTPRequestHandler):
+class JsonHandler(BaseHTTPRequestHandler):
+    """A request handler that answers with JSON bodies (the provider servers share it)."""
+
+    def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(payload)
+
+
+class _Handler(JsonHandler):
     chat_server: ChatServer
     protocol_version = "HTTP/1.1"  # keep-alive, as real servers and the openai client use
 
@@ -321,15 +334,6 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             with self.chat_server._lock:
                 self.chat_server.stats.disconnects += 1
-
-    def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        for k, v in (headers or {}).items():
-            self.send_header(k, v)
-        self.end_headers()
-        self.wfile.write(payload)
 
     def do_GET(self) -> None:  # noqa: N802 - stdlib naming
         srv = self.chat_server

@@ -27,10 +27,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 
 from PIL import Image
+
+from .chat_server import JsonHandler
 
 __all__ = ["PATHS", "ProviderServer", "Request", "Said"]
 
@@ -347,21 +349,12 @@ class ProviderServer:
         }  # fmt: skip
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(JsonHandler):
     server_ref: ProviderServer
     protocol_version = "HTTP/1.1"
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         pass
-
-    def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        for k, v in (headers or {}).items():
-            self.send_header(k, v)
-        self.end_headers()
-        self.wfile.write(payload)
 
     def do_POST(self) -> None:  # noqa: N802 - stdlib naming
         srv = self.server_ref
