@@ -13,9 +13,10 @@ from regionfocus.actions import Action, ActionType
 from regionfocus.geometry import Point
 from regionfocus.webvoyager import miniwob
 from regionfocus.webvoyager.actions_exec import ActionError, key_combo, scroll_delta
-from regionfocus.webvoyager.browser import EnvConfig, url_allowed
+from regionfocus.webvoyager.browser import EnvConfig, policy_for
 from regionfocus.webvoyager.effects import pixel_change
 from regionfocus.webvoyager.judge import aggregate, judge_run, last_screenshots, parse_verdict
+from regionfocus.webvoyager.net_policy import refusal
 from regionfocus.webvoyager.official import interact_messages
 from regionfocus.webvoyager.report import summarize, write_report
 from regionfocus.webvoyager.rundir import RunDir, write_json
@@ -24,6 +25,11 @@ from regionfocus.webvoyager.tasks import load_tasks
 from .hostile import MARKUP, MARKUP_ESCAPED
 
 # --------------------------------------------------------------------------- verdicts
+
+
+def _allowed(url: str, config: EnvConfig) -> str | None:
+    """What the browser's policy for ``config`` says of loading ``url`` (None: allowed)."""
+    return refusal(url, policy_for(config))
 
 
 @pytest.mark.parametrize(
@@ -95,21 +101,21 @@ def test_scroll_delta_directions_and_amounts():
 
 def test_url_policy(tmp_path):
     cfg = EnvConfig()
-    assert url_allowed("https://www.allrecipes.com/recipe/1", cfg) is None
-    assert "loopback, private or link-local" in url_allowed("http://127.0.0.1:8000/", cfg)
-    assert url_allowed("http://127.0.0.1:8000/", EnvConfig(allow_domains=("127.0.0.1",))) is None
-    assert "scheme 'file'" in url_allowed("file:///etc/passwd", cfg)
-    assert "scheme 'javascript'" in url_allowed("javascript:alert(1)", cfg)
-    assert "scheme 'chrome'" in url_allowed("chrome://crash", cfg)
+    assert _allowed("https://www.allrecipes.com/recipe/1", cfg) is None
+    assert "loopback, private or link-local" in _allowed("http://127.0.0.1:8000/", cfg)
+    assert _allowed("http://127.0.0.1:8000/", EnvConfig(allow_domains=("127.0.0.1",))) is None
+    assert "scheme 'file'" in _allowed("file:///etc/passwd", cfg)
+    assert "scheme 'javascript'" in _allowed("javascript:alert(1)", cfg)
+    assert "scheme 'chrome'" in _allowed("chrome://crash", cfg)
     only = EnvConfig(allow_domains=("allrecipes.com",))
-    assert url_allowed("https://www.allrecipes.com/x", only) is None
-    assert url_allowed("https://allrecipes.com/x", only) is None
-    assert "not in the allow-list" in url_allowed("https://evilallrecipes.com/", only)
-    assert "not in the allow-list" in url_allowed("https://example.org/", only)
+    assert _allowed("https://www.allrecipes.com/x", only) is None
+    assert _allowed("https://allrecipes.com/x", only) is None
+    assert "not in the allow-list" in _allowed("https://evilallrecipes.com/", only)
+    assert "not in the allow-list" in _allowed("https://example.org/", only)
     mw = EnvConfig(file_root=miniwob.file_root())
-    assert url_allowed((miniwob.html_root() / "click-button.html").as_uri(), mw) is None
-    assert "outside" in url_allowed((tmp_path / "x.html").as_uri(), mw)
-    assert "outside" in url_allowed((miniwob.html_root() / ".." / ".." / "__init__.py").as_uri(), mw)
+    assert _allowed((miniwob.html_root() / "click-button.html").as_uri(), mw) is None
+    assert "outside" in _allowed((tmp_path / "x.html").as_uri(), mw)
+    assert "outside" in _allowed((miniwob.html_root() / ".." / ".." / "__init__.py").as_uri(), mw)
 
 
 def test_pixel_change_counts_changed_pixels():

@@ -105,13 +105,9 @@ class EnvConfig:
         return self.rest or (self.viewport[0] - 2.0, self.viewport[1] - 2.0)
 
 
-def url_allowed(url: str, config: EnvConfig) -> str | None:
-    """None when a page may be loaded from ``url`` under ``config`` (no private address
-    allowed), else the reason."""
-    return refusal(url, _policy(config))
-
-
-def _policy(config: EnvConfig, allow_private: bool = False, private_hosts: tuple[str, ...] = ()) -> NetPolicy:
+def policy_for(
+    config: EnvConfig, allow_private: bool = False, private_hosts: tuple[str, ...] = ()
+) -> NetPolicy:
     return NetPolicy(
         allow_domains=config.allow_domains,
         allow_private=allow_private,
@@ -181,7 +177,7 @@ class Browser:
                 device_scale_factor=1,
                 accept_downloads=False,
             )
-        env = BrowserEnv(context, config, _policy(config, self.allow_private, self.private_hosts))
+        env = BrowserEnv(context, config, policy_for(config, self.allow_private, self.private_hosts))
         await env._init()
         return env
 
@@ -221,7 +217,7 @@ class BrowserEnv:
     def __init__(self, context: BrowserContext, config: EnvConfig, policy: NetPolicy | None = None):
         self.context = context
         self.config = config
-        self.policy = policy or _policy(config)
+        self.policy = policy or policy_for(config)
         self.page: Page | None = None
         self.events: list[dict] = []
         self.crashed = False
