@@ -15,7 +15,6 @@ from regionfocus.adapters.perception.screen_text import (
     ScreenText,
     describe_screen,
     merge,
-    scale_box,
     with_words,
 )
 from regionfocus.adapters.perception.ui_detect import DetectedElement, ElementDetector, OpenCvDetector
@@ -103,7 +102,7 @@ def test_observation_layout_follows_the_paper(screen):
     assert "'Submit' button: [" in det
     merged = screen.to_text(layout="merged").splitlines()
     assert len(merged) == len(screen.elements)
-    doubled = screen.to_text(to_model=scale_box(2.0))
+    doubled = screen.to_text(to_model=lambda b: Box(b.left * 2, b.top * 2, b.right * 2, b.bottom * 2))
     b = _by_kind(screen, "button")[0].box
     assert f"'Submit' button: [{round(2 * b.left)}, {round(2 * b.top)}," in doubled
     with pytest.raises(ValueError, match="layout"):

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from regionfocus.adapters.perception.ocr_text import TextLine
-from regionfocus.adapters.perception.screen_text import ScreenText, _rows, merge, scale_box, with_words
+from regionfocus.adapters.perception.screen_text import ScreenText, _rows, merge, with_words
 from regionfocus.adapters.perception.ui_detect import KINDS, DetectedElement
 from regionfocus.geometry import Box
 
@@ -89,7 +89,7 @@ def test_any_layout_of_lines_and_controls_merges_without_error(lines, detected):
     assert tops == sorted(tops)
     # What the screen-text agent does with a description: name, locate, look up.
     screen = ScreenText((W, H), out)
-    screen.to_text(scale_box(0.5))
+    screen.to_text(lambda b: Box(b.left * 0.5, b.top * 0.5, b.right * 0.5, b.bottom * 0.5))
     for e in out[:5]:
         screen.find(e.label)
         screen.at(e.center)
@@ -136,8 +136,3 @@ def test_word_boxes_of_lines_anywhere_on_a_small_screen(lines, seed):
         assert all(w.left <= w.right and w.top <= w.bottom for w in ln.words)
         assert all(a.left <= b.left for a, b in zip(ln.words, ln.words[1:], strict=False))
     merge(with_words(image, small), [])
-
-
-def test_scale_box_keeps_corners_in_order_for_a_flipped_frame():
-    b = scale_box(-1.0, 2.0)(Box(10, 20, 30, 40))
-    assert b.to_list() == [-30.0, 40.0, -10.0, 80.0]

@@ -276,7 +276,14 @@ def split_words(line: TextLine, ink: Sequence[bool]) -> tuple[Box, ...]:
             used = k
         else:
             cuts.append((est, est))
-    edges = [(x0, x0), *cuts, (x1, x1)]
+    # An estimate may fall left of a run an earlier space snapped to (a line narrower than its
+    # characters): keep the cuts in order so the words are too.
+    ordered, right = [], x0
+    for c0, c1 in cuts:
+        right = max(right, c0)
+        ordered.append((right, max(right, c1)))
+        right = ordered[-1][1]
+    edges = [(x0, x0), *ordered, (x1, x1)]
     return tuple(
         Box(edges[i][1], b.top, max(edges[i + 1][0], edges[i][1] + 1), b.bottom) for i in range(len(spans))
     )

@@ -413,10 +413,3 @@ def describe_screen(
     if ignore:
         elements = [e for e in elements if not any(b.contains(e.box.center) for b in ignore)]
     return ScreenText(image.size, elements, ocr_s=t1 - t0, detect_s=t2 - t1)
-
-
-def scale_box(sx: float, sy: float | None = None) -> BoxMap:
-    """A ``to_model`` map that scales boxes by (sx, sy) model units per image pixel."""
-    sy = sx if sy is None else sy
-    # A negative scale (a flipped frame) swaps the corners: from_corners puts them back in order.
-    return lambda b: Box.from_corners(Point(b.left * sx, b.top * sy), Point(b.right * sx, b.bottom * sy))
