@@ -191,7 +191,7 @@ def interval_table(records: Sequence[dict[str, Any]], names: Sequence[str]) -> t
         slices += [(k, lambda s, k=k: s.get("ui_type") == k) for k in ("text", "icon")]
     slices += [(g, lambda s, g=g: s.get("group") == g) for g in _groups_of([r["sample"] for r in records])]
     slices = [(k, keep) for k, keep in slices if any(keep(r["sample"]) for r in records)]
-    head = ["", f"n={n}", *(k for k, _ in slices[1:])]
+    head = ["", f"overall (n={n})", *(k for k, _ in slices[1:])]
     body = []
     for name in names:
         right = strategies.outcomes(records, name)
