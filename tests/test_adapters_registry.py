@@ -34,7 +34,8 @@ def test_lists_derive_from_the_table():
     # The hosted families (a provider serves them) have no `vllm serve` line.
     assert registry.served_families() == tuple(n for n in registry.FAMILIES if not registry.facts(n).provider)
     assert registry.VLM_FAMILIES == tuple(registry.FAMILIES)
-    assert set(registry.agent_names()) == set(registry.FAMILIES) | set(registry.AGENTS)
+    # Plug-ins registered at run time (other tests register some) come on top of the table.
+    assert set(registry.FAMILIES) | set(registry.AGENTS) <= set(registry.agent_names())
 
 
 @pytest.mark.parametrize(
