@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from regionfocus.kit import runlog
+from regionfocus.kit import atomic
 from regionfocus.kit.runlog import (
     RunFolder,
     RunFolderBusy,
@@ -185,7 +185,7 @@ def test_atomic_writes_never_touch_the_process_umask(tmp_path: Path, monkeypatch
     def forbidden(_mask: int) -> int:
         raise AssertionError("os.umask called while other threads may create files")
 
-    monkeypatch.setattr(runlog.os, "umask", forbidden)
+    monkeypatch.setattr(atomic.os, "umask", forbidden)
     atomic_write_json(tmp_path / "new.json", {"a": 1})
     assert (tmp_path / "new.json").stat().st_mode & 0o777 == 0o666 & ~mask
     os.chmod(tmp_path / "new.json", 0o640)
