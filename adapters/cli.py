@@ -47,9 +47,12 @@ def _parse_arguments(sub) -> None:
     pp = sub.add_parser(
         "parse",
         help="parse a model answer into an action in original-screenshot pixels",
-        description="Parse TEXT as MODEL would answer for a screenshot of --size, sent at the adapter's own resize.",
+        description="Parse TEXT as the family --agent answers for a screenshot of --size, sent at the "
+        "adapter's own resize.",
+        epilog="exit codes: 0 an action (JSON on standard output), 2 bad flags, 3 the text holds no action "
+        "the family's reader accepts (named on standard error)",
     )
-    pp.add_argument("--model", required=True, choices=families(), help="model family")
+    pp.add_argument("--agent", required=True, choices=families(), help="model family")
     pp.add_argument("--size", required=True, type=_size, metavar="WxH", help="original screenshot size")
     pp.add_argument("text", nargs="+", help="the answer text ('-' reads standard input)")
 
@@ -90,9 +93,14 @@ def _show_prompt_arguments(sub) -> None:
 
 def _serve_command_arguments(sub) -> None:
     sp = sub.add_parser("serve-command", help="print the recommended `vllm serve` line for a family")
-    sp.add_argument("--model", required=True, choices=served_families(), help="model family")
+    sp.add_argument("--agent", required=True, choices=served_families(), help="model family")
     sp.add_argument(
-        "--model-path", default=None, help="checkpoint folder or hub id (default: the family's 7B/8B)"
+        "--model",
+        "--model-path",
+        dest="model",
+        default=None,
+        help="the checkpoint to serve, a folder or hub id: the name clients then pass as --model "
+        "(default: the family's 7B/8B)",
     )
     sp.add_argument(
         "--local-media-path",
@@ -211,12 +219,14 @@ async def show_prompt(
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv and argv[0] in ("serve-command", "parse"):
+        _family_as_model(argv, served_families() if argv[0] == "serve-command" else families())
     args = build_parser().parse_args(argv)
     if args.command == "serve-command":
         print(
             serve_command(
+                args.agent,
                 args.model,
-                args.model_path,
                 args.local_media_path,
                 data_parallel=args.data_parallel_size,
                 nodes=args.nodes,
@@ -238,20 +248,50 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(bodies[0] if len(bodies) == 1 else bodies, indent=2, ensure_ascii=False))
         return 0
     text = sys.stdin.read() if args.text == ["-"] else " ".join(args.text)
-    adapter = get_adapter(args.model)
+    adapter = get_adapter(args.agent)
     w, h = args.size
     action = adapter.parse_action(text, w, h)
     if action is None:
-        print(f"could not parse an action for {args.model} from: {text!r}", file=sys.stderr)
-        return 1
+        print(f"regionfocus parse: no action {args.agent}'s reader accepts in: {text!r}", file=sys.stderr)
+        return NO_ACTION
     out = {
-        "model": args.model,
+        "agent": args.agent,
         "size": [w, h],
         "model_input_size": list(adapter.input_size((w, h))),
-        "action": action.to_dict(),
+        "action": _rounded(action.to_dict()),
     }
     print(json.dumps(out))
     return 0
+
+
+# `parse`'s exit code for a text with no action: the harnesses' "nothing was measured".
+NO_ACTION = 3
+
+
+def _rounded(value):
+    """Pixels to 1/1000 px: a frame conversion's float noise (576.0000000000001) is not data."""
+    if isinstance(value, float):
+        return round(value, 3)
+    if isinstance(value, list):
+        return [_rounded(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    return value
+
+
+def _family_as_model(argv: list[str], family_names) -> None:
+    """``--model FAMILY`` with no --agent, as older versions of `parse` and `serve-command` took it:
+    one line naming the new flag (``--model`` names the served model in every command)."""
+    if any(a == "--agent" or a.startswith("--agent=") for a in argv):
+        return
+    for i, a in enumerate(argv):
+        value = argv[i + 1] if a == "--model" and i + 1 < len(argv) else None
+        value = a.partition("=")[2] if a.startswith("--model=") else value
+        if value in family_names:
+            raise ValueError(
+                f"--model {value}: the family is --agent now (--agent {value}); --model names the served "
+                "model (serve-command: the checkpoint to serve)"
+            )
 
 
 def parse_command(argv: list[str]) -> int:

@@ -21,7 +21,7 @@ from regionfocus.adapters.cli_args import (
 )
 from regionfocus.adapters.reasoning.coat_model import CoatModel
 from regionfocus.kit import command
-from regionfocus.kit.flags import add_out_argument
+from regionfocus.kit.flags import add_out_argument, whole
 from regionfocus.kit.runlog import RunFolder, atomic_write_text
 from regionfocus.model import GroundingModel
 
@@ -78,8 +78,8 @@ def run_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("data", metavar="DATA", help="folder of AITZ episode files")
     add_out_argument(p, "aitz")
-    p.add_argument("--limit", type=int, metavar="N", help="the first N episodes (in file order)")
-    p.add_argument("--concurrency", type=int, default=4, metavar="N", help="episodes in flight (default 4)")
+    p.add_argument("--limit", type=whole(1), metavar="N", help="the first N episodes (in file order)")
+    p.add_argument("--concurrency", type=whole(1), default=4, metavar="N", help="episodes in flight (default 4)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument(
         "--retry-errors", action="store_true", help="on resume, rerun episodes recorded as errors or partial"

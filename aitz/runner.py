@@ -19,6 +19,7 @@ from typing import Any
 from PIL import Image
 
 from regionfocus.actions import Action, ActionType
+from regionfocus.kit.progress import Progress
 from regionfocus.kit.runlog import RunFolder
 from regionfocus.model import GroundingModel, Query, Turn
 
@@ -178,23 +179,17 @@ async def run_episodes(
 ) -> list[dict[str, Any]]:
     """Run every episode not yet finished in ``folder``, ``concurrency`` at a time; return the
     records of ``episodes`` in order."""
-    from tqdm.auto import tqdm
-
     pending = [e for e in episodes if e.episode_id not in folder.done]
     slots = asyncio.Semaphore(concurrency)
-    bar = tqdm(
-        total=len(episodes),
-        initial=len(episodes) - len(pending),
-        desc="aitz",
-        unit="episode",
-        disable=None if progress is None else not progress,
+    bar = Progress(
+        len(episodes), desc="aitz", unit="episode", initial=len(episodes) - len(pending), enabled=progress
     )
 
     async def one(ep: AitzEpisode) -> None:
         async with slots:
             rec = await run_episode(model, ep, coat)
         folder.add(rec, fallback=lambda msg, ep=ep: _error_record(ep, msg))
-        bar.update(1)
+        bar.update(error=rec.get("status") == "error")
 
     try:
         await asyncio.gather(*(one(e) for e in pending))

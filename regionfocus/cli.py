@@ -43,8 +43,8 @@ examples:
   regionfocus screenspot-pro --data ~/ScreenSpot-Pro --agent uitars-1.5 \\
       --base-url http://127.0.0.1:8000/v1 --model ByteDance-Seed/UI-TARS-1.5-7B --concurrency 16
   regionfocus webvoyager --tasks miniwob --agent ocr
-  regionfocus parse --model uitars-1.5 --size 3840x2160 "Action: click(start_box='(512,300)')"
-  regionfocus serve-command --model qwen2.5-vl
+  regionfocus parse --agent uitars-1.5 --size 3840x2160 "Action: click(start_box='(512,300)')"
+  regionfocus serve-command --agent qwen2.5-vl
   regionfocus show-prompt --agent qwen2.5-vl --kind grounding
 
 `regionfocus COMMAND --help` explains each command.

@@ -29,6 +29,7 @@ from regionfocus.kit.flags import (
     add_strategy_argument,
     config_from_args,
     strategy_names,
+    whole,
 )
 from regionfocus.kit.prices import load as load_prices
 from regionfocus.kit.runlog import read_config, selected_count
@@ -131,10 +132,12 @@ def _data_arguments(d: argparse._ArgumentGroup) -> None:
     d.add_argument(
         "--language", choices=("en", "cn"), default="en", help="instruction (en) or instruction_cn (cn)"
     )
-    d.add_argument("--limit", type=int, metavar="N", help="the first N selected samples (in dataset order)")
+    d.add_argument(
+        "--limit", type=whole(1), metavar="N", help="the first N selected samples (in dataset order)"
+    )
     d.add_argument(
         "--max-image-pixels",
-        type=int,
+        type=whole(1),
         default=None,
         metavar="N",
         help="refuse screenshots larger than N pixels (width x height, read from the file header "
@@ -144,7 +147,9 @@ def _data_arguments(d: argparse._ArgumentGroup) -> None:
 
 def _run_arguments(r: argparse._ArgumentGroup) -> None:
     add_out_argument(r, "<benchmark>")  # screenspot-pro, screenspot-v2, osworld-g, ui-vision
-    r.add_argument("--concurrency", type=int, default=4, metavar="N", help="samples in flight (default 4)")
+    r.add_argument(
+        "--concurrency", type=whole(1), default=4, metavar="N", help="samples in flight (default 4)"
+    )
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
     r.add_argument(
         "--retry-errors",
@@ -170,7 +175,7 @@ def _run_arguments(r: argparse._ArgumentGroup) -> None:
 def _transport_arguments(r: argparse._ArgumentGroup) -> None:
     r.add_argument(
         "--image-workers",
-        type=int,
+        type=whole(1),
         default=None,
         metavar="N",
         help="samples decoding their screenshot at once, apart from --concurrency (default: CPU count)",
@@ -238,8 +243,9 @@ def _resolve_data(arg: str, outs: list[str] | tuple[str, ...] = ()) -> tuple[Pat
         return got.path, got.pinned
     if arg != "builtin":
         return Path(arg).expanduser(), None
-    print("built-in data: rendered with Chromium on first use (about 20 s), then cached", file=sys.stderr)
     builder = _builder()
+    if not builder.builtin_cached():
+        print("built-in data: rendering it with Chromium (about 20 s, once), then cached", file=sys.stderr)
     try:
         return builder.builtin_dataset_dir(), None
     except Exception as e:  # noqa: BLE001 - a browser that will not start is an environment problem
@@ -283,13 +289,37 @@ def _load_samples(args: argparse.Namespace, data_dir: Path) -> tuple[Format, lis
     # This process decodes what the loader accepted; Pillow's global guard must not be stricter.
     Image.MAX_IMAGE_PIXELS = max(Image.MAX_IMAGE_PIXELS or 0, max_pixels)
     fmt = detect(data_dir)
-    samples = fmt.load(data_dir, _selection(args), max_image_pixels=max_pixels)
+    selection = _selection(args)
+    if selection.groups or selection.applications:
+        _check_names(fmt.load(data_dir, _unfiltered(selection), max_image_pixels=max_pixels), selection)
+    samples = fmt.load(data_dir, selection, max_image_pixels=max_pixels)
     if not samples:
         raise ValueError(f"no samples in {data_dir} match the filters (task/group/app/ui-type)")
     n_all, samples = len(samples), select(samples, args.shard)
     if not samples:
         raise ValueError(f"shard {args.shard} holds none of the {n_all} selected samples; use fewer shards")
     return fmt, samples
+
+
+def _unfiltered(selection: Selection) -> Selection:
+    """The same annotation files and language, every sample of them."""
+    return Selection(tasks=selection.tasks, language=selection.language)
+
+
+def _check_names(samples, selection: Selection) -> None:
+    """Bad input naming the values that exist when a --group or --app names none of them (as an
+    unknown --task names the annotation files)."""
+    for flag, wanted, attr in (
+        ("--group", selection.groups, "group"),
+        ("--app", selection.applications, "application"),
+    ):
+        present = sorted({getattr(s, attr) for s in samples}, key=str.lower)
+        unknown = [w for w in wanted if w.lower() not in {p.lower() for p in present}]
+        if unknown:
+            raise ValueError(
+                f"{flag}: no sample has {', '.join(map(repr, unknown))}; the selected files hold "
+                f"{', '.join(present) or 'none'}"
+            )
 
 
 def _model(args: argparse.Namespace) -> GroundingModel:
@@ -395,10 +425,12 @@ def cmd_report(argv: list[str]) -> int:
         prog=f"{PROG} report", description="Rebuild results, summary.md and report.html from RUN_DIR."
     )
     p.add_argument("run_dir", metavar="RUN_DIR")
-    p.add_argument("--thumb-width", type=int, default=1200, help="width of the report's screenshots (px)")
+    p.add_argument(
+        "--thumb-width", type=whole(64), default=1200, help="width of the report's screenshots (px)"
+    )
     p.add_argument(
         "--max-images",
-        type=int,
+        type=whole(0),
         default=400,
         metavar="N",
         help="samples whose screenshots report.html embeds (errors and flips first; default 400)",
@@ -427,8 +459,29 @@ def cmd_compare(argv: list[str]) -> int:
     p.add_argument("run_a", metavar="RUN_A")
     p.add_argument("run_b", metavar="RUN_B")
     args = p.parse_args(argv)
+    for run in (args.run_a, args.run_b):
+        _grounding_run(run)
     print(compare_runs(args.run_a, args.run_b), end="")
     return 0
+
+
+# Identity keys only another harness pins: how a folder of theirs is told apart.
+_OTHER_HARNESSES = (("tasks", "webvoyager"), ("coat_parts", "aitz"))
+
+
+def _grounding_run(run_dir: str) -> None:
+    """Bad input naming what ``run_dir`` is when it is no grounding run folder."""
+    if not (Path(run_dir) / "config.json").is_file():
+        raise ValueError(f"{run_dir}: not a run folder (no config.json)")
+    identity = read_config(run_dir).get("identity") or {}
+    for key, harness in _OTHER_HARNESSES:
+        if key in identity:
+            raise ValueError(
+                f"{run_dir} is a {harness} run folder, not a grounding one; "
+                f"`regionfocus {harness} compare` sets two of those side by side"
+                if harness == "webvoyager"
+                else f"{run_dir} is an {harness} run folder, not a grounding one"
+            )
 
 
 def cmd_merge(argv: list[str]) -> int:
@@ -457,7 +510,9 @@ def cmd_build_sample(argv: list[str]) -> int:
         description="Render a ScreenSpot-Pro-format set (annotations/, images/) with Chromium.",
     )
     p.add_argument("out_dir", metavar="OUT_DIR")
-    p.add_argument("--screens", type=int, default=None, metavar="N", help="number of screenshots to render")
+    p.add_argument(
+        "--screens", type=whole(1), default=None, metavar="N", help="number of screenshots to render"
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--force", action="store_true", help="rebuild even if OUT_DIR already holds a set")
     args = p.parse_args(argv)

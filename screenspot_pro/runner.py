@@ -27,6 +27,7 @@ from regionfocus.adapters.backends.openai_http import SESSION
 from regionfocus.agent import RegionFocusAgent, StaticPrediction
 from regionfocus.config import RegionFocusConfig
 from regionfocus.kit.allocator import keep_freed_buffers
+from regionfocus.kit.progress import Progress
 from regionfocus.kit.runlog import RunFolder
 from regionfocus.model import GroundingModel
 from regionfocus.strategies.regionfocus import prediction_costs
@@ -243,35 +244,25 @@ def error_record(sample: Sample, error: str, seconds: float = 0.0) -> dict[str, 
 
 
 class _Progress:
-    """tqdm bar with running accuracy of both rows over every finished sample of the run."""
+    """The run's progress (a bar on a terminal, lines in a log) with the running accuracy of both
+    rows over every finished sample of the run."""
 
     def __init__(self, total: int, done: Sequence[dict[str, Any]], enabled: bool | None):
-        from tqdm.auto import tqdm
-
         self.n = len(done)
         self.base = sum(r["baseline"]["correctness"] == CORRECT for r in done)
         self.final = sum(r["final"]["correctness"] == CORRECT for r in done)
-        self.bar = tqdm(
-            total=total,
-            initial=self.n,
-            desc="screenspot-pro",
-            unit="sample",
-            disable=None if enabled is None else not enabled,  # None: only on a terminal
-        )
-        self._postfix()
+        self.bar = Progress(total, desc="screenspot-pro", unit="sample", initial=self.n, enabled=enabled)
 
-    def _postfix(self) -> None:
-        if self.n:
-            self.bar.set_postfix_str(
-                f"baseline {100 * self.base / self.n:.1f}%  +RegionFocus {100 * self.final / self.n:.1f}%"
-            )
+    def _note(self) -> str:
+        if not self.n:
+            return ""
+        return f"baseline {100 * self.base / self.n:.1f}%  +RegionFocus {100 * self.final / self.n:.1f}%"
 
     def update(self, rec: dict[str, Any]) -> None:
         self.n += 1
         self.base += (rec.get("baseline") or {}).get("correctness") == CORRECT
         self.final += (rec.get("final") or {}).get("correctness") == CORRECT
-        self._postfix()
-        self.bar.update(1)
+        self.bar.update(error=rec.get("status") == "error", note=self._note())
 
     def close(self) -> None:
         self.bar.close()

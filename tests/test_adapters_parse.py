@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from regionfocus.actions import Action
 from regionfocus.adapters import get_adapter, known_adapters, register_adapter
 from regionfocus.adapters.cli import main as cli_main
-from regionfocus.adapters.cli import parse_command
+from regionfocus.adapters.cli import parse_command, serve_command_command
 from regionfocus.adapters.families.answers import typed_text
 from regionfocus.adapters.families.qwen import parse_qwen
 from regionfocus.adapters.families.uitars import parse_uitars
@@ -376,7 +376,7 @@ def test_serve_command_rejects_non_server_families():
 
 def test_cli_parse_prints_original_pixels(capsys):
     rc = cli_main(
-        ["parse", "--model", "uitars-1.5", "--size", "3840x2160", "Action: click(start_box='(1918,1078)')"]
+        ["parse", "--agent", "uitars-1.5", "--size", "3840x2160", "Action: click(start_box='(1918,1078)')"]
     )
     out = json.loads(capsys.readouterr().out)
     assert rc == 0
@@ -385,15 +385,42 @@ def test_cli_parse_prints_original_pixels(capsys):
 
 
 def test_cli_parse_unparseable_and_bad_size(capsys):
-    assert cli_main(["parse", "--model", "qwen3-vl", "--size", "100x100", "no action here"]) == 1
-    assert "could not parse" in capsys.readouterr().err
+    # A text with no action: the documented code 3 (nothing measured), named in one line.
+    assert cli_main(["parse", "--agent", "qwen3-vl", "--size", "100x100", "no action here"]) == 3
+    err = capsys.readouterr().err
+    assert "no action qwen3-vl's reader accepts" in err and len(err.strip().splitlines()) == 1
     # through the command's runner: exit 2 and one line naming the flag, no usage dump
-    assert parse_command(["--model", "qwen3-vl", "--size", "100by100", "x"]) == 2
+    assert parse_command(["--agent", "qwen3-vl", "--size", "100by100", "x"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("regionfocus parse: error: argument --size:") and "WIDTHxHEIGHT" in err
     assert len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("command", [parse_command, serve_command_command])
+def test_the_family_is_agent_in_every_command_and_old_model_flags_say_so(command, capsys):
+    """--model is the served model everywhere; `--model FAMILY` (the old spelling) is one line
+    naming --agent, not a usage dump."""
+    rest = ["--size", "10x10", "click(1,1)"] if command is parse_command else []
+    assert command(["--model", "qwen2.5-vl", *rest]) == 2
+    err = capsys.readouterr().err
+    assert "the family is --agent now (--agent qwen2.5-vl)" in err and len(err.strip().splitlines()) == 1
+
+
+def test_serve_command_model_is_the_checkpoint(capsys):
+    assert serve_command_command(["--agent", "qwen2.5-vl", "--model", "/ckpt/my-qwen"]) == 0
+    assert capsys.readouterr().out.startswith("vllm serve /ckpt/my-qwen ")
+
+
+def test_cli_parse_rounds_float_noise(capsys):
+    """A frame conversion's float noise (576.0000000000001) is not printed as data."""
+    for x in range(0, 1000, 7):
+        assert cli_main(["parse", "--agent", "qwen3-vl", "--size", "3840x2160", f"[{x}, {x}]"]) in (0, 3)
+        out = capsys.readouterr().out
+        if out:
+            point = json.loads(out)["action"]["point"]
+            assert all(len(repr(v).partition(".")[2]) <= 3 for v in point), point
+
+
 def test_cli_serve_command(capsys):
-    assert cli_main(["serve-command", "--model", "uitars-1.5"]) == 0
+    assert cli_main(["serve-command", "--agent", "uitars-1.5"]) == 0
     assert capsys.readouterr().out.strip() == serve_command("uitars-1.5")

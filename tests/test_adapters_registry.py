@@ -85,8 +85,8 @@ def test_a_new_family_appears_everywhere_from_its_class():
         assert argv[:3] == ["vllm", "serve", "example/New-Grounder-7B"]
         assert "--generation-config" in argv
         assert default_viewport(_NewGrounder.name) == (2240, 1260)  # Qwen-based: Qwen's window
-        args = adapters_parser().parse_args(["serve-command", "--model", _NewGrounder.name])
-        assert args.model == _NewGrounder.name
+        args = adapters_parser().parse_args(["serve-command", "--agent", _NewGrounder.name])
+        assert args.agent == _NewGrounder.name
         a = registry.get_adapter(_NewGrounder.name)
         assert a.parse_action("[500,250]", 2000, 1000).point.x == 1000
     finally:

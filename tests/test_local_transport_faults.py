@@ -183,7 +183,7 @@ def test_a_process_leaves_no_media_folder_on_sigterm_or_exit(tmp_path, mode):
 
 # ------------------------------------------------------------------ serve-command
 def test_serve_command_binds_to_localhost_and_names_the_clients_default_folder(tmp_path, capsys):
-    assert adapters_main(["serve-command", "--model", "qwen2.5-vl", "--local-media-path"]) == 0
+    assert adapters_main(["serve-command", "--agent", "qwen2.5-vl", "--local-media-path"]) == 0
     argv = shlex.split(capsys.readouterr().out)
     assert argv[argv.index("--host") + 1] == "127.0.0.1"
     allowed = argv[argv.index("--allowed-local-media-path") + 1]

@@ -114,7 +114,7 @@ def test_gta1_request_states_the_resized_size(capsys):
 )
 def test_serve_command_names_the_public_checkpoint(family, checkpoint, capsys):
     assert serve_command(family).startswith(f"vllm serve {checkpoint} ")
-    assert adapters_main(["serve-command", "--model", family]) == 0
+    assert adapters_main(["serve-command", "--agent", family]) == 0
     assert capsys.readouterr().out.strip() == serve_command(family)
 
 

@@ -34,7 +34,10 @@ from regionfocus.kit.flags import (
     add_regionfocus_arguments,
     add_strategy_argument,
     config_from_args,
+    non_negative,
+    positive,
     strategy_names,
+    whole,
 )
 from regionfocus.kit.runlog import read_config, selected_count
 from regionfocus.kit.shards import add_shard_argument, merge_shards, select
@@ -144,7 +147,7 @@ def _task_arguments(g: argparse._ArgumentGroup) -> None:
     g.add_argument("--answers", metavar="FILE", help="WebVoyager reference-answer JSON (kept with each task)")
     g.add_argument(
         "--episodes-per-task",
-        type=int,
+        type=whole(1),
         default=1,
         metavar="K",
         help="MiniWoB++ episodes per task (default 1)",
@@ -154,7 +157,7 @@ def _task_arguments(g: argparse._ArgumentGroup) -> None:
     )
     g.add_argument(
         "--task-zoom",
-        type=float,
+        type=positive,
         default=None,
         metavar="Z",
         help="CSS zoom of the 160x210 px MiniWoB++ task (default 1.25: visible, yet small in a large screen, "
@@ -166,19 +169,19 @@ def _run_arguments(g: argparse._ArgumentGroup) -> None:
     add_out_argument(g, "webvoyager")
     g.add_argument(
         "--max-steps",
-        type=int,
+        type=whole(1),
         metavar="N",
         help="actions per task (default 100 for WebVoyager, the paper's main setting; it also reports "
         "10, 50 and 300; default 10 for MiniWoB++, 100 for screen-to-text)",
     )
     g.add_argument(
         "--max-model-steps",
-        type=int,
+        type=whole(1),
         metavar="N",
         help="steps a model decides per task: an agent's answer or a RegionFocus round, several commands "
         "of one answer being one (default 10 for screen-to-text, the paper's; no cap otherwise)",
     )
-    g.add_argument("--concurrency", type=int, default=1, metavar="N", help="tasks in parallel (default 1)")
+    g.add_argument("--concurrency", type=whole(1), default=1, metavar="N", help="tasks in parallel (default 1)")
     add_strategy_argument(
         g,
         "Each is the refinement run when a trigger fires (zoomclick, e.g., starts from the click that "
@@ -528,13 +531,13 @@ def _judge_parser() -> argparse.ArgumentParser:
     p.add_argument("run_dir", metavar="RUN_DIR")
     p.add_argument("--base-url", required=True, action="append", dest="base_urls", metavar="URL")
     p.add_argument("--model", required=True, help="judge model name on the server")
-    p.add_argument("--repeats", type=int, default=3, help="judgements per task (default 3, as in the paper)")
-    p.add_argument("--last-k", type=int, default=15, help="screenshots shown, the last K (default 15)")
-    p.add_argument("--temperature", type=float, default=0.0, help="default 0, as the official script")
-    p.add_argument("--max-tokens", type=int, default=1000)
-    p.add_argument("--concurrency", type=int, default=4, help="judge requests in flight (default 4)")
+    p.add_argument("--repeats", type=whole(1), default=3, help="judgements per task (default 3, as in the paper)")
+    p.add_argument("--last-k", type=whole(1), default=15, help="screenshots shown, the last K (default 15)")
+    p.add_argument("--temperature", type=non_negative, default=0.0, help="default 0, as the official script")
+    p.add_argument("--max-tokens", type=whole(1), default=1000)
+    p.add_argument("--concurrency", type=whole(1), default=4, help="judge requests in flight (default 4)")
     p.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="VAR", help="env var with the API key")
-    p.add_argument("--timeout", type=float, default=300.0, metavar="S")
+    p.add_argument("--timeout", type=positive, default=300.0, metavar="S")
     return p
 
 

@@ -22,6 +22,7 @@ from PIL import Image
 
 from regionfocus.adapters.backends.openai_http import SESSION
 from regionfocus.agent import RegionFocusAgent
+from regionfocus.kit.progress import Progress
 from regionfocus.loop import Limits, Step, model_calls, run_episode
 
 from . import miniwob
@@ -223,7 +224,7 @@ async def run_tasks(
     skipped = len(tasks) - len(pending)
     if skipped:
         log.info("resuming: %d of %d tasks already finished", skipped, len(tasks))
-    bar = _progress(len(pending), settings.progress)
+    bar = _progress(len(tasks), skipped, settings.progress)
     sem = asyncio.Semaphore(max(1, settings.concurrency))
     lock = asyncio.Lock()
     done_ok = 0
@@ -246,15 +247,14 @@ async def run_tasks(
                 failed = functools.partial(_failed_record, task)
                 record = run_dir.record(record, fallback=failed)
                 done_ok += bool(record.get("success"))
-                if bar is not None:
-                    bar.update(1)
-                    bar.set_postfix(success=f"{done_ok}/{bar.n}")
+                bar.update(
+                    error=record.get("ended") == "error", note=f"success {done_ok}/{bar.n - skipped} this run"
+                )
 
     try:
         await asyncio.gather(*(one(t) for t in pending))
     finally:
-        if bar is not None:
-            bar.close()
+        bar.close()
         run_dir.write_results()
     order = {t.id: i for i, t in enumerate(tasks)}
     return sorted((r for r in run_dir.results.values() if r["id"] in order), key=lambda r: order[r["id"]])
@@ -287,9 +287,8 @@ def _failed_record(task: WebTask, error: str) -> dict:
     }
 
 
-def _progress(total: int, enabled: bool):
-    if not enabled or total == 0:
-        return None
-    from tqdm import tqdm
-
-    return tqdm(total=total, desc="webvoyager", unit="task", dynamic_ncols=True)
+def _progress(total: int, finished: int, enabled: bool) -> Progress:
+    """A bar on a terminal, a line a minute in a log (Slurm, nohup), nothing with --no-progress."""
+    return Progress(
+        total, desc="webvoyager", unit="task", initial=finished, enabled=None if enabled else False
+    )

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import argparse
+import math
+from collections.abc import Callable
 
 from ..config import PROPOSERS, RegionFocusConfig
 from ..strategies import STRATEGIES
@@ -12,6 +14,46 @@ from .command import default_out
 REGIONFOCUS = "regionfocus"
 # Short names users type (the issue and the papers say "narrowing", "DiMo").
 STRATEGY_ALIASES = {"narrowing": "iterative-narrowing", "focusing": "iterative-focusing", "dimo": "dimo-gui"}
+
+
+def whole(minimum: int = 1, maximum: int | None = None) -> Callable[[str], int]:
+    """An argparse ``type``: a whole number within [minimum, maximum], checked where the flag is
+    parsed (whatever else the command line says), so a nonsense count never reaches a run."""
+
+    def parse(value: str) -> int:
+        try:
+            n = int(value)
+        except ValueError:
+            n = None
+        if n is None or n < minimum or (maximum is not None and n > maximum):
+            bound = f"from {minimum} to {maximum}" if maximum is not None else f">= {minimum}"
+            raise argparse.ArgumentTypeError(f"must be a whole number {bound}, got {value!r}")
+        return n
+
+    parse.__name__ = "whole number"  # argparse names the type in its own messages
+    return parse
+
+
+def positive(value: str) -> float:
+    """An argparse ``type``: a finite number > 0 (seconds, a scale)."""
+    try:
+        x = float(value)
+    except ValueError:
+        x = math.nan
+    if not (math.isfinite(x) and x > 0):
+        raise argparse.ArgumentTypeError(f"must be a number > 0, got {value!r}")
+    return x
+
+
+def non_negative(value: str) -> float:
+    """An argparse ``type``: a finite number >= 0 (a temperature)."""
+    try:
+        x = float(value)
+    except ValueError:
+        x = math.nan
+    if not (math.isfinite(x) and x >= 0):
+        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {value!r}")
+    return x
 
 
 def add_out_argument(group: argparse._ArgumentGroup, harness: str) -> None:
@@ -89,28 +131,28 @@ def add_regionfocus_arguments(parser: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--star-scale",
-        type=float,
+        type=positive,
         metavar="S",
         help="star and label size multiplier (default 1: about 20 px radius on a 3840x2160 screenshot)",
     )
     g.add_argument(
         "--max-rounds-per-screen",
-        type=int,
+        type=whole(1),
         metavar="N",
         help="live mode: RegionFocus rounds per screen (default: no cap; the step limit binds)",
     )
     g.add_argument(
         "--max-rounds-per-task",
-        type=int,
+        type=whole(1),
         metavar="N",
         help="live mode: RegionFocus rounds per task (default: no cap; the step limit binds)",
     )
     g.add_argument(
         "--rounds",
-        type=int,
+        type=whole(1),
         dest="rounds_per_sample",
         metavar="N",
-        help="static mode: rounds per rejected sample (default 1)",
+        help="static mode: rounds per rejected sample (default 1; --no-regionfocus runs none)",
     )
     g.add_argument(
         "--trigger",

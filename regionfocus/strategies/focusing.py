@@ -1,7 +1,8 @@
 """Iterative Focusing: re-ground on the 2x2 quadrant of the current view that holds the last
 point, repeatedly.
 
-Source: the issue text (no public code found with the search tools). Chosen and documented:
+No paper or public code defines it: a control of ours, the simplest zoom loop beside Iterative
+Narrowing. Chosen and documented:
 the quadrants are the exact halves of the current view (no overlap, no re-centring); the number
 of rounds is a parameter (default 3, like Iterative Narrowing, so both cost the same); a round
 stops early when the view would fall below ``min_side`` pixels on a side.
@@ -26,7 +27,7 @@ def quadrant(view: Box, point: Point) -> Box:
 @dataclass
 class IterativeFocusing(BaseStrategy):
     name = "iterative-focusing"
-    paper = "issue text (2x2 quadrant focusing); no public code found"
+    paper = "our control, no paper: Iterative Narrowing's loop on 2x2 quadrants (3 re-grounds)"
     call_budget = "rounds (3) quadrant crops"
     requires = "rounds >= 1"
 

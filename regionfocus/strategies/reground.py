@@ -1,7 +1,7 @@
 """ReGround: one square crop around the first point, grounded once more.
 
-Source: the issue text ("one centre crop, 1024x1024 around the first point, re-ground once");
-no public code found with the search tools. Chosen: the crop is shifted (not shrunk) to lie
+No paper or public code defines it: a control of ours, the cheapest zoom (one 1024x1024 crop
+around the first point, grounded once more). Chosen: the crop is shifted (not shrunk) to lie
 inside the screenshot, and is the whole side where the screenshot is smaller; ``side`` and
 ``zoom`` are parameters.
 """
@@ -17,7 +17,7 @@ from .base import Attempt, BaseStrategy, box_inside, first_point, full_box, grou
 @dataclass
 class ReGround(BaseStrategy):
     name = "reground"
-    paper = "issue text (one 1024x1024 centre crop, re-ground once); no public code found"
+    paper = "our control, no paper: one 1024x1024 crop around the first point, grounded again"
     call_budget = "1 crop"
     requires = "side > 0"
 

@@ -483,6 +483,14 @@ def _builtin_target(cache_dir, params: BuildParams) -> Path:
     return root / f"v{BUILD_VERSION}-{params.key()}"
 
 
+def builtin_cached(
+    cache_dir: str | os.PathLike[str] | None = None, *, n_screens: int = DEFAULT_SCREENS
+) -> bool:
+    """The built-in dataset is already built (``builtin_dataset_dir`` renders nothing)."""
+    params = BuildParams(n_screens=n_screens, seed=0)
+    return is_complete(_builtin_target(cache_dir, params), params)
+
+
 def builtin_dataset_dir(
     cache_dir: str | os.PathLike[str] | None = None,
     *,
