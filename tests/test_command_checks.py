@@ -150,3 +150,20 @@ def test_screenspot_compare_names_a_webvoyager_folder(tmp_path: Path, capsys):
     assert "fix or remove that line" not in err and len(err.strip().splitlines()) == 1
     assert screenspot_main(["compare", str(ours), str(tmp_path / "nothing")]) == 2
     assert "not a run folder" in capsys.readouterr().err
+
+
+def test_a_smaller_limit_into_the_same_folder_advises_what_works(tmp_path: Path, capsys):
+    """Not "remove that line" from records.jsonl: a folder of its own, or a larger --limit."""
+    data = fresh_dataset(tmp_path / "data")
+    run = tmp_path / "run"
+    base = ["--data", str(data), "--no-progress"]
+    assert screenspot_main([*base, "--out", str(run), "--limit", "3"], model=ColourModel(broken=False)) == 0
+    capsys.readouterr()
+    assert screenspot_main([*base, "--out", str(run), "--limit", "1"], model=ColourModel(broken=False)) == 2
+    err = capsys.readouterr().err
+    assert "--out DIR" in err.strip().splitlines()[-1] and "remove that line" not in err
+    assert err.count("error:") == 1 and "Traceback" not in err
+    # both ways out work as said
+    assert screenspot_main([*base, "--out", str(tmp_path / "own"), "--limit", "1"], model=ColourModel()) == 0
+    assert screenspot_main([*base, "--out", str(run), "--limit", "4"], model=ColourModel(broken=False)) == 0
+    assert "4 samples finished" in capsys.readouterr().out

@@ -254,7 +254,8 @@ def read_records(
             raise RecordError(
                 f"{path}: line {line}, field id {rid!r} is not one of the {len(wanted)} ids this run "
                 "selected (its data set, filters, --limit, --shard), so it would join the denominator; "
-                "remove that line, or rerun with the selection that wrote it"
+                "give this selection its own folder (--out DIR), or rerun with the selection that wrote "
+                "this one (a larger --limit keeps every record)"
             )
         before = latest.get(rid)
         if before is not None and before[1] != rec and before[1]["status"] not in RETRY_STATUSES:
