@@ -132,6 +132,37 @@ def _request_arguments(g: argparse._ArgumentGroup) -> None:
         "original for GPT-5.4 and later)",
     )
     g.add_argument(
+        "--max-tokens",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="claude, gemini, openai: the output budget of each request, thinking included (default: the "
+        "model's, from adapters/families/prompts/hosted/models.json; a reply cut at it fails at once)",
+    )
+    g.add_argument(
+        "--reasoning-effort",
+        default=None,
+        metavar="WORD",
+        help="claude, gemini, openai: the model's reasoning or thinking setting in its provider's words "
+        "(OpenAI effort none/low/medium/high/xhigh; Claude effort low/medium/high/max or off; Gemini 3 "
+        "thinking level low/high; Gemini 2.5 a thinking budget in tokens); default: the model's",
+    )
+    g.add_argument(
+        "--model-rule",
+        default=None,
+        metavar="MODEL",
+        help="claude, gemini, openai: apply the rule (image size, tool, budget, reasoning) of this known "
+        "model id, for a new id no rule names (default: the rule that names --model)",
+    )
+    g.add_argument(
+        "--max-retry-wait",
+        type=_seconds,
+        default=None,
+        metavar="S",
+        help="the longest wait a busy server may ask for (Retry-After, RetryInfo) before the call fails "
+        "instead (default 120)",
+    )
+    g.add_argument(
         "--ocr-budget",
         type=int,
         default=None,
@@ -150,6 +181,26 @@ def _agent(name: str) -> str:
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
     return name
+
+
+def _positive_int(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {value!r}")
+    return n
+
+
+def _seconds(value: str) -> float:
+    try:
+        s = float(value)
+    except ValueError:
+        s = -1.0
+    if not 0 <= s < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0, got {value!r}")
+    return s
 
 
 def _reply_bytes(value: str) -> int:
@@ -249,12 +300,34 @@ def _hosted_model(args: argparse.Namespace, concurrency: int, coat) -> Grounding
         temperature=args.temperature,
         request=getattr(args, "request_format", "prompt"),
         detail=getattr(args, "image_detail", None),
+        **hosted_options(args),
     )
     if coat is not None:
         from regionfocus.adapters.reasoning.coat_model import CoatModel
 
         return CoatModel(model, coat)
     return model
+
+
+def hosted_options(args: argparse.Namespace) -> dict:
+    """The hosted families' own settings the flags set (output budget, reasoning, model rule,
+    longest wait), for a hosted --agent; nothing for any other."""
+    named = {
+        "max_tokens": ("--max-tokens", getattr(args, "max_tokens", None)),
+        "reasoning": ("--reasoning-effort", getattr(args, "reasoning_effort", None)),
+        "rule_model": ("--model-rule", getattr(args, "model_rule", None)),
+        "max_wait": ("--max-retry-wait", getattr(args, "max_retry_wait", None)),
+    }
+    given = {k: v for k, (_, v) in named.items() if v is not None}
+    f = _facts(args.agent)
+    if f is None or not f.provider or args.backend == "hf":
+        if given:
+            flags = ", ".join(named[k][0] for k in given)
+            raise ValueError(
+                f"{flags}: for the hosted agents (claude, gemini, openai), not --agent {args.agent}"
+            )
+        return {}
+    return given
 
 
 def add_second_agent_arguments(parser: argparse.ArgumentParser) -> None:

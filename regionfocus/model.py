@@ -103,6 +103,11 @@ class Usage:
     # downscaling; the answer's frame is the seen size.
     image_sent: list[list[int]] | None = None
     image_seen: list[list[int]] | None = None
+    # The part of ``completion_tokens`` the model spent reasoning or thinking (billed as output).
+    reasoning_tokens: int | None = None
+    # Requests this call made (set when more than one) and the seconds it waited between them.
+    attempts: int | None = None
+    waited_s: float | None = None
 
 
 @dataclass

@@ -41,6 +41,26 @@ PATHS = {
     "gemini": re.compile(r"^/v1(?:beta)?/models/(?P<model>[^/:]+):generateContent$"),
     "openai": re.compile(r"^/v1/responses$"),
 }
+# The model lookup each SDK's check makes (models.retrieve, models.get).
+MODEL_PATHS = {
+    "anthropic": re.compile(r"^/v1/models/(?P<model>[^/]+)$"),
+    "gemini": re.compile(r"^/v1(?:beta)?/models/(?P<model>[^/:]+)$"),
+    "openai": re.compile(r"^/v1/models/(?P<model>[^/]+)$"),
+}
+# Where the providers' SDKs send the key (anthropic 2.14 sends a bearer token).
+KEY_HEADERS = ("x-api-key", "x-goog-api-key", "authorization")
+
+
+def error_body(provider: str, status: int, message: str) -> dict[str, Any]:
+    """An error in the provider's own shape."""
+    if provider == "anthropic":
+        kind = {401: "authentication_error", 404: "not_found_error"}.get(status, "api_error")
+        return {"type": "error", "error": {"type": kind, "message": message}}
+    if provider == "gemini":
+        state = {401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND"}.get(status, "INTERNAL")
+        return {"error": {"code": status, "message": message, "status": state}}
+    kind = {401: "invalid_api_key", 404: "model_not_found"}.get(status)
+    return {"error": {"message": message, "type": "invalid_request_error", "code": kind}}
 
 
 @dataclass
@@ -228,6 +248,7 @@ class Stats:
     statuses: list[int] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
     arrivals: list[float] = field(default_factory=list)  # time.monotonic() of each request
+    lookups: list[str] = field(default_factory=list)  # the models looked up (GET, the preflight)
     in_flight: int = 0
     max_in_flight: int = 0
 
@@ -238,12 +259,20 @@ class ProviderServer:
     ``after_answer``: called with the status of each reply once it is sent (tests wait on it)."""
 
     def __init__(
-        self, provider: str, responder: Responder | Said | str | None = None, *, model: str = ""
+        self,
+        provider: str,
+        responder: Responder | Said | str | None = None,
+        *,
+        model: str = "",
+        models: set[str] | None = None,
+        key: str | None = None,
     ) -> None:
         if provider not in PATHS:
             raise ValueError(f"unknown provider {provider!r}")
         self.provider = provider
         self.model = model
+        self.models = models  # the models it knows (None: any name)
+        self.key = key  # the one key it accepts (None: any)
         self._responder = responder if responder is not None else "ok"
         self._script: collections.deque[Said] = collections.deque()
         self._lock = threading.Lock()
@@ -355,6 +384,40 @@ class _Handler(JsonHandler):
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         pass
+
+    def _refused_key(self) -> bool:
+        srv = self.server_ref
+        if srv.key is None:
+            return False
+        sent = {(self.headers.get(h) or "").removeprefix("Bearer ") for h in KEY_HEADERS}
+        if srv.key in sent:
+            return False
+        body = error_body(srv.provider, 401, "invalid x-api-key")
+        self._send(401, json.dumps(body).encode())
+        return True
+
+    def do_GET(self) -> None:  # noqa: N802 - stdlib naming
+        srv = self.server_ref
+        path = self.path.split("?")[0]
+        m = MODEL_PATHS[srv.provider].match(path)
+        if m is None:
+            self._send(404, json.dumps(error_body(srv.provider, 404, f"no route {path}")).encode())
+            return
+        name = m.group("model")
+        with srv._lock:
+            srv.stats.lookups.append(name)
+        if self._refused_key():
+            return
+        if srv.models is not None and name not in srv.models:
+            self._send(404, json.dumps(error_body(srv.provider, 404, f"model: {name}")).encode())
+            return
+        if srv.provider == "anthropic":
+            body = {"type": "model", "id": name, "display_name": name, "created_at": "2026-01-01T00:00:00Z"}
+        elif srv.provider == "gemini":
+            body = {"name": f"models/{name}", "displayName": name, "inputTokenLimit": 1048576}
+        else:
+            body = {"id": name, "object": "model", "created": 0, "owned_by": "test"}
+        self._send(200, json.dumps(body).encode())
 
     def do_POST(self) -> None:  # noqa: N802 - stdlib naming
         srv = self.server_ref

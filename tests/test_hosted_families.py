@@ -14,7 +14,9 @@ import pytest
 from PIL import Image, ImageDraw
 
 from regionfocus.actions import ActionType
+from regionfocus.adapters.backends.base import ToolCall
 from regionfocus.adapters.families.hosted import (
+    Answer,
     ClaudeAdapter,
     GeminiAdapter,
     OpenAIAdapter,
@@ -62,8 +64,17 @@ def _run(coro):
     return asyncio.run(coro)
 
 
-async def _ask(provider: str, model: str, srv: ProviderServer, shot: Image.Image, **opts):
+class Slept(list):
+    """A backend's ``sleep``: records each wait instead of spending it."""
+
+    async def __call__(self, seconds: float) -> None:
+        self.append(seconds)
+
+
+async def _ask(provider: str, model: str, srv: ProviderServer, shot: Image.Image, sleep=None, **opts):
     adapter = build_hosted(AGENT[provider], model=model, base_url=srv.base_url, max_in_flight=2, **opts)
+    if sleep is not None:
+        adapter.backend.sleep = sleep
     try:
         return await adapter.act(shot, Query("click the red button")), adapter
     finally:
@@ -231,8 +242,6 @@ def test_usage_counts_cached_input_as_each_api_reports_it(screenshot):
 
 
 # ------------------------------------------------------------------ failures and retries
-# Longer than any backoff would wait for a first retry (ours: 0.5 s + up to 1 s of jitter; the
-# SDKs': at most 0.5 s), so only honouring the provider's hint takes this long.
 HINT = 2.0
 
 
@@ -249,44 +258,59 @@ HINT = 2.0
 )
 def test_a_busy_provider_is_waited_out_as_it_asks(provider, busy, screenshot):
     model = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-5.4", "gemini": "gemini-2.5-flash"}[provider]
+    slept = Slept()
     with ProviderServer(provider, Said("[[40, 40]]  (the button)")) as srv:
         srv.script(busy)
-        reply, _ = _run(_ask(provider, model, srv, screenshot))
+        reply, _ = _run(_ask(provider, model, srv, screenshot, sleep=slept))
         statuses = list(srv.stats.statuses)
-        first, second = srv.stats.arrivals
-    waited = second - first  # between the refused attempt and the next, as the server saw them
     assert statuses == [busy.status, 200]
     assert reply.usage.error is None and reply.point is not None
-    assert waited >= HINT  # the hint was honoured: no backoff waits this long before a first retry
+    assert slept == [HINT]  # the hint, once, by our loop (the SDK's own retries are off)
+    assert (reply.usage.attempts, reply.usage.waited_s) == (2, HINT)  # counted in the call record
+
+
+LENGTH_CUT = {"anthropic": "max_tokens", "gemini": "MAX_TOKENS", "openai": "incomplete"}
+FILTERED = {"anthropic": "refusal", "gemini": "SAFETY"}
 
 
 @pytest.mark.parametrize("provider", ["anthropic", "openai", "gemini"])
-def test_a_cut_reply_is_a_failed_call_retried_then_recorded(provider, screenshot):
+def test_a_length_cut_fails_at_once_naming_the_budget_and_a_filtered_reply_is_retried(provider, screenshot):
     model = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-5.4", "gemini": "gemini-2.5-flash"}[provider]
     good = Said("It is the red button: [[1157, 159]]" if provider == "anthropic" else "[[0.79,0.19,0.8,0.2]]")
     if provider == "gemini":
         good = Said('[{"point": [194, 795], "label": "red button"}]')
-    with ProviderServer(provider, good) as srv:
-        srv.script(Said.cut(provider))
-        reply, _ = _run(_ask(provider, model, srv, screenshot))
-        assert srv.stats.requests == 2  # the cut reply was retried, never read as [[412, 2]]
-    assert reply.point is not None and TARGET[0] - 20 <= reply.point.x <= TARGET[2] + 20
 
-    async def always_cut():
-        adapter = build_hosted(AGENT[provider], model=model, base_url=srv.base_url)
-        adapter.backend.max_retries = 1
+    async def once(srv, **opts):
+        adapter = build_hosted(AGENT[provider], model=model, base_url=srv.base_url, **opts)
+        adapter.backend.sleep = Slept()
         calls: list = []
         try:
             out = await record_call(calls, "act", adapter.act(screenshot, Query("click the red button")))
         finally:
             await adapter.backend.aclose()
-        return out, calls
+        return out, calls, adapter
 
-    with ProviderServer(provider, Said.cut(provider)) as srv:
-        out, calls = _run(always_cut())
-        assert srv.stats.requests == 2
-    assert out is None and calls[0].error and "did not finish" in calls[0].error
-    assert KEY not in calls[0].error
+    with ProviderServer(provider, good) as srv:
+        srv.script(Said.cut(provider))
+        out, calls, adapter = _run(once(srv, max_tokens=3000))
+        assert srv.stats.requests == 1  # the same budget would stop at the same place: no retry
+        sent = srv.stats.bodies[0]
+    assert (
+        out is None and "output budget of 3000 tokens" in calls[0].error and "--max-tokens" in calls[0].error
+    )
+    assert (
+        sent.get(
+            "max_tokens",
+            sent.get("max_output_tokens", (sent.get("generationConfig") or {}).get("maxOutputTokens")),
+        )
+        == 3000
+    )
+    if provider in FILTERED:
+        with ProviderServer(provider, good) as srv:
+            srv.script(Said("The target is at [[412, 2", stop=FILTERED[provider]))
+            out, calls, _ = _run(once(srv))
+            assert srv.stats.requests == 2  # a filtered reply may pass another time
+        assert out is not None and TARGET[0] - 20 <= out.point.x <= TARGET[2] + 20
 
 
 def test_the_key_comes_from_the_providers_variable_and_is_never_shown(monkeypatch, screenshot):
@@ -319,16 +343,24 @@ def test_each_family_reads_its_own_answers_and_frames():
     claude = ClaudeAdapter(model="claude-sonnet-4-5")  # sees 1390x868
     p = claude.parse_action("Looking at the toolbar, the icon is at [[695, 434]].", *size).point
     assert abs(p.x - 800) < 1 and abs(p.y - 500) < 1
-    drag = '<tool_use name="computer">{"action": "left_click_drag", "start_coordinate": [0, 0], "coordinate": [695, 434]}</tool_use>'
+    drag = Answer(
+        "",
+        [
+            ToolCall(
+                "computer",
+                {"action": "left_click_drag", "start_coordinate": [0, 0], "coordinate": [695, 434]},
+            )
+        ],
+    )
     a = claude.parse_action(drag, *size)
     assert a.type == ActionType.DRAG and abs(a.end_point.x - 800) < 1
-    shot = '<tool_use name="computer">{"action": "screenshot"}</tool_use> then [[10, 10]]'
+    shot = Answer("then [[10, 10]]", [ToolCall("computer", {"action": "screenshot"})])
     assert claude.parse_action(shot, *size) is None  # a screenshot call is no click at its numbers
     openai = OpenAIAdapter(model="gpt-4o")  # relative 0-1 in text
     p = openai.parse_action("[[0.25,0.5,0.35,0.6]]", *size).point
     assert (round(p.x), round(p.y)) == (480, 550)
     p = openai.parse_action(
-        '<computer_call>{"type": "click", "button": "right", "x": 614, "y": 384}</computer_call>', *size
+        Answer("", [ToolCall("click", {"type": "click", "button": "right", "x": 614, "y": 384})]), *size
     )
     assert p.type == ActionType.RIGHT_CLICK and p.point.distance(Point(800, 500)) < 1.5  # 1229x768 seen
     gemini = GeminiAdapter(model="gemini-2.5-flash")
@@ -338,8 +370,7 @@ def test_each_family_reads_its_own_answers_and_frames():
     box = gemini.parse_action('[{"box_2d": [100, 200, 300, 400], "label": "x"}]', *size).point
     assert (box.x, box.y) == (480.0, 200.0)
     typed = gemini.parse_action(
-        '<function_call name="type_text_at">{"x": 500, "y": 500, "text": "hi", "press_enter": true}</function_call>',
-        *size,
+        Answer("", [ToolCall("type_text_at", {"x": 500, "y": 500, "text": "hi", "press_enter": True})]), *size
     )
     assert (
         typed.type == ActionType.TYPE
@@ -347,9 +378,8 @@ def test_each_family_reads_its_own_answers_and_frames():
         and typed.submit
         and typed.point == Point(800.0, 500.0)
     )
-    assert [
-        c.name for c in tool_calls('<function_call name="click_at">{"x": 1, "y": 2}</function_call>')
-    ] == ["click_at"]
+    # A tag written in the prose is prose: only calls the API returned as data are calls.
+    assert tool_calls('<function_call name="click_at">{"x": 1, "y": 2}</function_call>') == ()
     assert gemini.fmt_point(*gemini.to_model(Point(160, 500), size)) == "[500, 100]"
 
 

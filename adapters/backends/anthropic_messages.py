@@ -1,33 +1,32 @@
 """Claude through the Anthropic Messages API and the official ``anthropic`` SDK.
 
 ``base_url`` is the host, as the SDK takes it (it posts to ``{base_url}/v1/messages``); the key
-comes from ``ANTHROPIC_API_KEY``. The SDK retries 408/409/429/5xx, Anthropic's 529 overloaded
-included, waiting out ``retry-after`` when the answer carries one (``max_retries``). A reply
-is an answer when Claude ended it itself (``stop_reason`` ``end_turn``, ``tool_use`` or
-``stop_sequence``); ``max_tokens``, ``refusal``, ``pause_turn`` and the rest are failed attempts.
+comes from ``ANTHROPIC_API_KEY``. The SDK's retries are off (``max_retries=0``: it would sleep
+any ``retry-after`` inside ``create``, uncapped and unseen); ours (:mod:`.retry`) retry
+408/409/429/5xx, Anthropic's 529 overloaded included, and obey ``x-should-retry`` as the SDK
+does. A reply is an answer when Claude ended it itself (``stop_reason`` ``end_turn``,
+``tool_use`` or ``stop_sequence``); ``max_tokens`` is a length cut (not retried), ``refusal``,
+``pause_turn`` and the rest are failed attempts.
 
 Our messages become the API's: a system message goes to ``system``, an image part to a base64
 ``image`` block. A computer-use request passes ``tools`` (and ``betas``, which routes it to
-the beta endpoint the tool needs). Claude's ``tool_use`` blocks come back as text the Claude
-adapter reads: ``<tool_use name="computer">{"action": "left_click", "coordinate": [x, y]}</tool_use>``.
+the beta endpoint the tool needs). Claude's ``tool_use`` blocks come back as
+:class:`~regionfocus.adapters.backends.base.ToolCall` data beside the text; thinking blocks are
+not the answer. The model's thinking setting (``thinking``, ``output_config.effort``) comes from
+its rule (``hosted_models.py``) or ``--reasoning-effort``.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
-from regionfocus.adapters.backends.base import Message, finished_text
-from regionfocus.adapters.backends.hosted_base import HostedBackend, Wire, parts_of
+from regionfocus.adapters.backends.base import Message, ToolCall, finished_text
+from regionfocus.adapters.backends.hosted_base import HostedBackend, Read, Wire, parts_of, token_fields
 
 # Claude ended the reply itself: its turn is over, it called a tool, or it wrote a stop string.
 FINISHED = frozenset({"end_turn", "tool_use", "stop_sequence"})
-
-
-def render_tool_use(name: str, arguments: Any) -> str:
-    """A tool call as the text the Claude adapter parses."""
-    return f'<tool_use name="{name}">{json.dumps(arguments, ensure_ascii=False)}</tool_use>'
+LENGTH = frozenset({"max_tokens", "model_context_window_exceeded"})
 
 
 class AnthropicBackend(HostedBackend):
@@ -39,15 +38,19 @@ class AnthropicBackend(HostedBackend):
     default_key_env = ("ANTHROPIC_API_KEY",)
     default_base_url = "https://api.anthropic.com"
 
-    def make_client(self) -> Any:
-        from anthropic import AsyncAnthropic
+    def make_client(self, timeout: float | None = None) -> Any:
+        from anthropic import AsyncAnthropic, DefaultAsyncHttpxClient
 
         return AsyncAnthropic(
             api_key=self.api_key(),
             base_url=self.base_url,  # None: the SDK's default host
-            max_retries=self.max_retries,
-            timeout=self.timeout,
+            max_retries=0,  # the waits are ours (hosted_base)
+            timeout=timeout or self.timeout,
+            http_client=DefaultAsyncHttpxClient(**self.http_options()),
         )
+
+    async def check_model(self, client: Any) -> None:
+        await client.models.retrieve(self.model)
 
     def build(self, messages: Sequence[Message], options: dict[str, Any]) -> Wire:
         options = dict(options)
@@ -90,6 +93,7 @@ class AnthropicBackend(HostedBackend):
         for name in ("tools", "betas", "tool_choice", "stop_sequences"):
             if options.get(name) is not None:
                 kwargs[name] = options.pop(name)
+        kwargs.update(self.rule.thinking_kwargs(self.reasoning, kwargs["max_tokens"]))
         wire.kwargs = kwargs
         return wire
 
@@ -98,26 +102,39 @@ class AnthropicBackend(HostedBackend):
             return await client.beta.messages.create(**kwargs)
         return await client.messages.create(**kwargs)
 
-    def read(self, reply: Any) -> tuple[str, dict[str, Any]]:
+    def read(self, reply: Any, budget: int | None = None) -> Read:
         pieces: list[str] = []
+        calls: list[ToolCall] = []
         for block in getattr(reply, "content", None) or []:
             kind = getattr(block, "type", None)
             if kind == "text":
                 pieces.append(block.text or "")
             elif kind == "tool_use":
-                pieces.append(render_tool_use(block.name, block.input))
+                args = block.input if isinstance(block.input, dict) else {}
+                calls.append(ToolCall(str(block.name), args))
         text = finished_text(
-            "\n".join(pieces) if pieces else None, getattr(reply, "stop_reason", None), FINISHED, "Anthropic"
+            "\n".join(pieces) if pieces else ("" if calls else None),
+            getattr(reply, "stop_reason", None),
+            FINISHED,
+            "Anthropic",
+            LENGTH,
+            budget,
         )
         usage = getattr(reply, "usage", None)
         fresh = getattr(usage, "input_tokens", None)
         read = getattr(usage, "cache_read_input_tokens", None) or 0
         written = getattr(usage, "cache_creation_input_tokens", None) or 0
-        return text, {
-            # input_tokens counts what came neither from nor into the cache: the whole input is
-            # all three (a cache write bills as plain input, a read at its own rate).
-            "prompt_tokens": None if fresh is None else fresh + read + written,
-            "cached_tokens": read if fresh is not None else None,
-            "completion_tokens": getattr(usage, "output_tokens", None),
-            "model": getattr(reply, "model", None) or self.model,
-        }
+        # input_tokens counts what came neither from nor into the cache: the whole input is all
+        # three (a cache write bills as plain input, a read at its own rate). Anthropic reports
+        # no thinking count apart: output_tokens holds it.
+        return Read(
+            text,
+            calls,
+            token_fields(
+                prompt=None if fresh is None else fresh + read + written,
+                cached=read if fresh is not None else None,
+                completion=getattr(usage, "output_tokens", None),
+                reasoning=None,
+                model=getattr(reply, "model", None) or self.model,
+            ),
+        )

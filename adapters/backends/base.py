@@ -9,6 +9,7 @@ the size its model sees; a backend encodes it for transport (HTTP) or hands it t
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -28,6 +29,17 @@ class UnfinishedReply(Exception):
     token limit, stopped by a content filter) or the reply holds no text. A failed call, like a
     malformed body: backends retry it, then raise, so the sample is recorded as failed (error or
     partial) instead of scoring a cut ``[188, 6`` as a click at (188, 6)."""
+
+
+class LengthCut(UnfinishedReply):
+    """The reply reached its output budget (the provider's token limit, thinking included):
+    another attempt with the same budget stops at the same place, so the call fails at once,
+    naming the budget and the flag that raises it."""
+
+
+class PreflightFailed(Exception):
+    """The model cannot be reached as configured, found before the first sample: a dead server,
+    a refused or missing key, an unknown model. The message is one line naming the cause."""
 
 
 class ReplyTooLarge(Exception):
@@ -64,14 +76,23 @@ def reply_cap(limit: int) -> Callable[[Any], Any]:
 
 
 def finished_text(
-    text: str | None, reason: Any, finished: Collection[str], provider: str = "the server"
+    text: str | None,
+    reason: Any,
+    finished: Collection[str],
+    provider: str = "the server",
+    length: Collection[str] = (),
+    budget: int | None = None,
 ) -> str:
     """``text`` when the model finished it, else :class:`UnfinishedReply`. ``reason``: the
     provider's stop reason for this reply; ``finished``: that provider's words for a reply the
     model ended itself (OpenAI's ``stop`` and ``tool_calls``, Anthropic's ``end_turn``, ...).
     Anything else (a token limit, a filter, no reason at all) is a cut reply, whose last number
     may be half written. A reply with no text (``None``) is no answer either; an empty string
-    the model finished is its answer (it wrote nothing, and will again)."""
+    the model finished is its answer (it wrote nothing, and will again). ``length``: the
+    provider's words for a reply that reached its output budget (``budget`` tokens), raised as
+    :class:`LengthCut`."""
+    if reason in length:
+        raise LengthCut(length_cut_message(provider, reason, budget))
     if reason not in finished:
         shown = str(reason)[:60] if reason is not None else "none given"
         raise UnfinishedReply(f"the model did not finish its reply (stop reason from {provider}: {shown})")
@@ -80,10 +101,40 @@ def finished_text(
     return text
 
 
+def token_count(value: Any) -> int | None:
+    """A server's token count as a count, or None: NaN, 1e999, -3 or "12" are no counts, and a
+    record's sums and the cost table would carry them."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        return None
+    return int(value) if value >= 0 else None
+
+
+def length_cut_message(provider: str, reason: Any, budget: int | None) -> str:
+    spent = f"its output budget of {budget} tokens" if budget else "its output budget"
+    return (
+        f"the reply from {provider} reached {spent} (stop reason {str(reason)[:40]}; thinking counts "
+        "against it): not retried with the same budget; raise it with --max-tokens"
+    )
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool call as the provider's API returned it, kept as data from the SDK to the reader
+    (never written into the reply's text, where a tag the model wrote in its prose would read
+    like a call): the function or tool name, its arguments. OpenAI's ``computer_call`` actions
+    are named by their ``type``."""
+
+    name: str
+    args: dict[str, Any]
+
+
 @dataclass
 class ChatResponse:
     text: str
     usage: Usage = field(default_factory=Usage)
+    tool_calls: list[ToolCall] = field(default_factory=list)
 
 
 class ChatBackend(Protocol):

@@ -1,52 +1,50 @@
 """Gemini through the Gemini API and the official ``google-genai`` SDK.
 
 ``base_url`` is the host, as the SDK's ``http_options`` take it (it posts to
-``{base_url}/v1/models/{model}:generateContent``, the SDK's default API version); the key comes from ``GEMINI_API_KEY`` (or
-``GOOGLE_API_KEY``). The SDK's own retries (``HttpRetryOptions``) wait by exponential backoff and
-never read the server's hint, so they stay off and this backend retries 408/429/5xx itself,
-waiting what the error names: the ``RetryInfo`` detail's ``retryDelay`` of a 429
-RESOURCE_EXHAUSTED, or a ``Retry-After`` header. A reply is an answer when its candidate's
-``finish_reason`` is ``STOP``; ``MAX_TOKENS``, ``SAFETY``, ``RECITATION``,
-``MALFORMED_FUNCTION_CALL`` and the rest are failed attempts.
+``{base_url}/{version}/models/{model}:generateContent``); the key comes from ``GEMINI_API_KEY``
+(or ``GOOGLE_API_KEY``). The SDK's own retries (``HttpRetryOptions``) stay off: the waits are
+ours (:mod:`.retry`), for 408/429/5xx, waiting what the error names: the ``RetryInfo`` detail's
+``retryDelay`` of a 429 RESOURCE_EXHAUSTED, or a ``Retry-After`` header. The SDK is given our
+httpx2 client (with the reply cap), so it never takes its aiohttp path, which sleeps 1-10 s and
+retries once on a connection error by itself. A reply is an answer when its candidate's
+``finish_reason`` is ``STOP``; ``MAX_TOKENS`` is a length cut (not retried); ``SAFETY``,
+``RECITATION``, ``MALFORMED_FUNCTION_CALL`` and the rest are failed attempts.
 
 Our messages become ``contents`` (an assistant turn is role ``model``) and ``system_instruction``;
-an image is ``inline_data``. Function calls (the Computer Use tool's) come back as text the
-Gemini adapter reads: ``<function_call name="click_at">{"x": .., "y": ..}</function_call>``.
+an image is ``inline_data`` (at most the inline request size: ``gemini_image.py``) with the
+rule's ``media_resolution``. Function calls (the Computer Use tool's) come back as
+:class:`~regionfocus.adapters.backends.base.ToolCall` data beside the text; thought parts are
+not the answer. The thinking setting comes from the model's rule or ``--reasoning-effort``.
 """
 
 from __future__ import annotations
 
 import base64
-import json
 import re
 from collections.abc import Sequence
 from typing import Any
 
-from regionfocus.adapters.backends.base import Message, UnfinishedReply, finished_text
-from regionfocus.adapters.backends.hosted_base import HostedBackend, Wire, parts_of
-from regionfocus.adapters.backends.openai_replies import retry_after_header
+from regionfocus.adapters.backends.base import Message, ToolCall, UnfinishedReply, finished_text
+from regionfocus.adapters.backends.hosted_base import HostedBackend, Read, Wire, parts_of, token_fields
+from regionfocus.adapters.backends.retry import Failure, hint_from_headers
 
 FINISHED = frozenset({"STOP"})
+LENGTH = frozenset({"MAX_TOKENS"})
 RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)s\s*$")
 
 
-def render_function_call(name: str, args: Any) -> str:
-    return f'<function_call name="{name}">{json.dumps(args or {}, ensure_ascii=False)}</function_call>'
-
-
-def retry_delay(exc: Any) -> float | None:
-    """Seconds a Gemini error asks to wait: its ``google.rpc.RetryInfo`` ``retryDelay``
-    ("41s"), else a ``Retry-After`` header; None when it names none."""
+def retry_delay(exc: Any) -> tuple[float | None, str]:
+    """(seconds, where) a Gemini error asks to wait: its ``google.rpc.RetryInfo``
+    ``retryDelay`` ("41s"), else a ``Retry-After`` header; (None, "") when it names none."""
     body = getattr(exc, "details", None)
     error = body.get("error", body) if isinstance(body, dict) else None
     for detail in (error or {}).get("details", None) or []:
         if isinstance(detail, dict) and str(detail.get("@type", "")).endswith("google.rpc.RetryInfo"):
             m = _DURATION.match(str(detail.get("retryDelay", "")))
             if m:
-                return float(m.group(1))
-    headers = getattr(getattr(exc, "response", None), "headers", None)
-    return retry_after_header(headers) if headers is not None else None
+                return float(m.group(1)), "RetryInfo"
+    return hint_from_headers(getattr(getattr(exc, "response", None), "headers", None))
 
 
 class GeminiBackend(HostedBackend):
@@ -58,16 +56,21 @@ class GeminiBackend(HostedBackend):
     default_key_env = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
     default_base_url = "https://generativelanguage.googleapis.com"
 
-    def make_client(self) -> Any:
+    def make_client(self, timeout: float | None = None) -> Any:
+        import httpx2
         from google import genai
         from google.genai import types
 
         options = types.HttpOptions(
             base_url=self.base_url,
-            timeout=int(self.timeout * 1000),  # milliseconds
+            timeout=int((timeout or self.timeout) * 1000),  # milliseconds
             retry_options=None,  # retries are ours: the SDK's ignore the server's delay
+            httpx_async_client=httpx2.AsyncClient(**self.http_options()),
         )
         return genai.Client(api_key=self.api_key(), http_options=options)
+
+    async def check_model(self, client: Any) -> None:
+        await client.aio.models.get(model=self.model)
 
     def build(self, messages: Sequence[Message], options: dict[str, Any]) -> Wire:
         options = dict(options)
@@ -97,6 +100,9 @@ class GeminiBackend(HostedBackend):
             else:
                 raise ValueError(f"message {i}: unsupported role {role!r}")
         config: dict[str, Any] = {"max_output_tokens": int(options.pop("max_tokens", 512))}
+        config.update(self.rule.thinking_kwargs(self.reasoning, config["max_output_tokens"]))
+        if self.rule.media_resolution:
+            config["media_resolution"] = self.rule.media_resolution
         temperature = options.pop("temperature", None)
         if temperature is not None and self.rule.temperature:
             config["temperature"] = float(temperature)
@@ -120,19 +126,15 @@ class GeminiBackend(HostedBackend):
     async def call(self, client: Any, kwargs: dict[str, Any]) -> Any:
         return await client.aio.models.generate_content(**kwargs)
 
-    def classify(self, exc: BaseException) -> tuple[bool, int | None, float | None]:
-        if isinstance(exc, UnfinishedReply):
-            return True, None, None
+    def status_failure(self, exc: BaseException) -> Failure | None:
         code = getattr(exc, "code", None)
-        if isinstance(code, int):
-            return code in RETRY_STATUS, code, retry_delay(exc) if code in RETRY_STATUS else None
-        import httpx2
+        if not isinstance(code, int) or isinstance(code, bool):
+            return None
+        retry = code in RETRY_STATUS
+        hint, where = retry_delay(exc) if retry else (None, "")
+        return Failure(retry, code, hint, where, f"{code} {getattr(exc, 'status', '') or ''}".strip())
 
-        if isinstance(exc, (httpx2.TransportError, TimeoutError)):
-            return True, None, None
-        return False, None, None
-
-    def read(self, reply: Any) -> tuple[str, dict[str, Any]]:
+    def read(self, reply: Any, budget: int | None = None) -> Read:
         candidates = getattr(reply, "candidates", None) or []
         if not candidates:
             feedback = getattr(reply, "prompt_feedback", None)
@@ -140,6 +142,7 @@ class GeminiBackend(HostedBackend):
             raise UnfinishedReply(f"Gemini gave no candidate (prompt feedback: {blocked})")
         candidate = candidates[0]
         pieces: list[str] = []
+        calls: list[ToolCall] = []
         for part in getattr(getattr(candidate, "content", None), "parts", None) or []:
             if getattr(part, "thought", None):
                 continue  # a thought summary is not the answer
@@ -147,17 +150,36 @@ class GeminiBackend(HostedBackend):
                 pieces.append(part.text)
             call = getattr(part, "function_call", None)
             if call is not None:
-                pieces.append(render_function_call(call.name, call.args))
+                calls.append(ToolCall(str(call.name), dict(call.args or {})))
         reason = getattr(candidate, "finish_reason", None)
         reason = getattr(reason, "value", reason)
-        text = finished_text("\n".join(pieces) if pieces else None, reason, FINISHED, "Gemini")
+        text = finished_text(
+            "\n".join(pieces) if pieces else ("" if calls else None),
+            reason,
+            FINISHED,
+            "Gemini",
+            LENGTH,
+            budget,
+        )
         usage = getattr(reply, "usage_metadata", None)
         out_tokens = getattr(usage, "candidates_token_count", None)
         thoughts = getattr(usage, "thoughts_token_count", None)
-        return text, {
-            "prompt_tokens": getattr(usage, "prompt_token_count", None),  # cached content included
-            "cached_tokens": getattr(usage, "cached_content_token_count", None),
-            # thinking is billed as output
-            "completion_tokens": None if out_tokens is None else out_tokens + (thoughts or 0),
-            "model": getattr(reply, "model_version", None) or self.model,
-        }
+        return Read(
+            text,
+            calls,
+            token_fields(
+                prompt=getattr(usage, "prompt_token_count", None),  # cached content included
+                cached=getattr(usage, "cached_content_token_count", None),
+                # thinking is billed as output, and Gemini counts it apart from the candidates
+                completion=None if out_tokens is None else out_tokens + (thoughts or 0),
+                reasoning=thoughts,
+                model=getattr(reply, "model_version", None) or self.model,
+            ),
+        )
+
+    async def close_client(self, client: Any) -> None:
+        await super().close_client(client)
+        # The httpx2 client we handed the SDK is ours to close.
+        http = getattr(getattr(client, "_api_client", None), "_async_httpx_client", None)
+        if http is not None:
+            await http.aclose()

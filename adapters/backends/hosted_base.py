@@ -1,14 +1,15 @@
 """What the three hosted-provider backends share (Anthropic Messages, Gemini, OpenAI Responses):
 the API key from the provider's environment variable (never shown), a concurrency cap per
-provider, the images of a request as base64 with their sizes, and the retry of replies the model
-did not finish.
+provider, the images of a request as base64 with their sizes, the retry loop, the check before
+the first sample, and one line naming why a call failed.
 
-Each backend speaks its provider's own API through the provider's official SDK; HTTP failures
-(429 with Retry-After, Anthropic's 529 overloaded, 5xx) are retried by the SDK where the SDK
-honours the provider's retry hint (Anthropic, OpenAI), by the backend where it does not (Gemini).
-A reply the model did not finish (a token limit, a filter) is a failed attempt
-(:class:`~regionfocus.adapters.backends.base.UnfinishedReply`), retried here like the others,
-then raised: the core records the call as failed and the sample as partial.
+Each backend speaks its provider's own API through the provider's official SDK, with the SDK's
+own retries off (``max_retries=0``; google-genai's are off by default): every wait is ours
+(:mod:`.retry`), capped, announced and counted. HTTP failures worth another try (408, 409, 429,
+Anthropic's 529, 5xx, a lost connection) are retried after the wait the provider asks for; a
+reply the model did not finish (a filter) is a failed attempt retried the same way, except a
+reply that reached its output budget (:class:`~regionfocus.adapters.backends.base.LengthCut`),
+which would stop at the same place again and fails at once, naming the budget.
 """
 
 from __future__ import annotations
@@ -22,19 +23,39 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from PIL import Image
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
-from regionfocus.adapters.backends.base import ChatResponse, Message, UnfinishedReply
+from regionfocus.adapters.backends.base import (
+    MAX_REPLY_BYTES,
+    ChatResponse,
+    LengthCut,
+    Message,
+    PreflightFailed,
+    ReplyTooLarge,
+    ToolCall,
+    UnfinishedReply,
+    reply_cap,
+    token_count,
+)
 from regionfocus.adapters.backends.encoding import ImageEncoder
+from regionfocus.adapters.backends.retry import MAX_WAIT_S, Failure, Ledger, RetryPolicy, hint_from_headers
+from regionfocus.adapters.backends.transport import (
+    client_options,
+    key_problem,
+    proxy_problem,
+    transport_cause,
+)
 from regionfocus.adapters.families.hosted_models import model_rule
 from regionfocus.adapters.redact import protect_http_logs, redact_text, redact_url
 from regionfocus.model import Usage
 
 log = logging.getLogger(__name__)
 
-# The most a provider's retry hint is waited out per attempt: a hint of hours is a quota, not a
-# rate limit, and a run should fail the call rather than hang.
-MAX_RETRY_AFTER_S = 120.0
+# HTTP statuses worth another attempt (the providers' SDKs retry the same ones; 529 is
+# Anthropic's "overloaded", inside 5xx).
+RETRY_STATUS = frozenset({408, 409, 429})
+
+# The check before the first sample answers within seconds or the server is as good as dead.
+PREFLIGHT_TIMEOUT_S = 15.0
 
 
 class HostedError(RuntimeError):
@@ -66,15 +87,29 @@ class Wire:
     image_bytes: int = 0
 
 
+@dataclass
+class Read:
+    """A finished reply: its prose, its tool calls (as data) and its usage fields."""
+
+    text: str
+    calls: list[ToolCall]
+    usage: dict[str, Any]
+
+
 class HostedBackend:
     """The shared part of a hosted backend; subclasses set ``provider``, ``default_key_env``,
-    ``default_base_url`` and implement ``build`` (messages -> SDK arguments), ``call`` (one SDK
-    request) and ``read`` (SDK reply -> text, usage fields; raising UnfinishedReply).
+    ``default_base_url`` and implement ``make_client``, ``build`` (messages -> SDK arguments),
+    ``call`` (one SDK request), ``read`` (SDK reply -> :class:`Read`, raising UnfinishedReply),
+    ``status_failure`` (an SDK error -> :class:`Failure`) and ``check_model`` (the preflight's
+    request).
 
     ``base_url``: as the provider's SDK takes it (``None``: the provider's own host).
     ``max_in_flight``: requests in flight at once (the provider's concurrency cap).
-    ``max_retries``: further attempts after the first, for HTTP failures and unfinished replies.
-    ``detail``: OpenAI's image detail level (others have none)."""
+    ``max_retries``: further attempts after the first. ``max_wait``: the longest wait a server
+    may ask for (a longer one fails the call at once). ``detail``: OpenAI's image detail level.
+    ``reasoning``: the model's reasoning or thinking setting (the provider's word; None: the
+    rule's default). ``rule_model``: the model whose rule applies (default ``model``; for a new
+    id no rule names). ``sleep``: how waits are spent (tests pass a recorder)."""
 
     provider = ""
     sdk_module = ""  # the provider's SDK package, imported when the model is built
@@ -93,6 +128,10 @@ class HostedBackend:
         image_format: str = "png",
         image_quality: int = 90,
         detail: str | None = None,
+        reasoning: str | None = None,
+        rule_model: str | None = None,
+        max_wait: float = MAX_WAIT_S,
+        max_reply_bytes: int = MAX_REPLY_BYTES,
     ) -> None:
         if not model:
             raise ValueError(f"{self.provider}: --model is required (the provider's model name)")
@@ -102,10 +141,10 @@ class HostedBackend:
             raise ValueError(
                 f"{self.provider}: --base-url must be an http(s) URL, got {redact_url(str(base_url))!r}"
             )
-        if timeout <= 0 or max_in_flight < 1 or max_retries < 0:
+        if timeout <= 0 or max_in_flight < 1 or max_retries < 0 or not max_wait >= 0:
             raise ValueError(
-                f"need timeout > 0, max_in_flight >= 1, max_retries >= 0; got timeout={timeout}, "
-                f"max_in_flight={max_in_flight}, max_retries={max_retries}"
+                f"need timeout > 0, max_in_flight >= 1, max_retries >= 0, max_wait >= 0; got timeout={timeout}, "
+                f"max_in_flight={max_in_flight}, max_retries={max_retries}, max_wait={max_wait}"
             )
         self.model = model
         self.base_url = base_url.rstrip("/") if base_url else None
@@ -113,10 +152,18 @@ class HostedBackend:
         self.timeout = float(timeout)
         self.max_in_flight = int(max_in_flight)
         self.max_retries = int(max_retries)
+        self.max_wait = float(max_wait)
+        self.max_reply_bytes = int(max_reply_bytes)
+        self.sleep = asyncio.sleep
         self.encoder = ImageEncoder(image_format, image_quality)
-        self.rule = model_rule(self.provider, model)
+        self.rule_model = rule_model
+        self.rule = model_rule(self.provider, rule_model or model)
         self.detail = detail or self.rule.default_detail
         self.rule.image(self.detail)  # an unknown detail level fails here, naming the model
+        self.reasoning = self.rule.reasoning_setting(reasoning)  # a word the model does not take fails here
+        problem = proxy_problem(self.base_url or self.default_base_url)
+        if problem:
+            raise ValueError(f"{self.provider}: {problem}")
         self._key: str | None = None
         self._client: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -134,11 +181,15 @@ class HostedBackend:
 
     # ---- the key and the client
     def api_key(self) -> str:
-        """The key from the first set variable of ``key_envs``; ValueError naming them."""
+        """The key from the first set variable of ``key_envs``; ValueError naming them (or what
+        is wrong with the key, never the key)."""
         if self._key is None:
             for name in self.key_envs:
                 value = os.environ.get(name)
                 if value:
+                    problem = key_problem(name, value)
+                    if problem:
+                        raise ValueError(f"{self.provider}: {problem}")
                     self._key = value
                     protect_http_logs([value])
                     break
@@ -149,7 +200,17 @@ class HostedBackend:
                 )
         return self._key
 
-    def make_client(self) -> Any:
+    def http_options(self) -> dict[str, Any]:
+        """Keyword arguments of the httpx2 client under the SDK: the reply cap, and no proxy for
+        a server on this machine."""
+        return {
+            "event_hooks": {"response": [reply_cap(self.max_reply_bytes)]},
+            **client_options(self.base_url or self.default_base_url),
+        }
+
+    def make_client(self, timeout: float | None = None) -> Any:
+        """The SDK client, its own retries off, with the request timeout ``timeout`` (default
+        the backend's)."""
         raise NotImplementedError
 
     def _bind_loop(self) -> asyncio.Semaphore:
@@ -184,16 +245,56 @@ class HostedBackend:
     async def call(self, client: Any, kwargs: dict[str, Any]) -> Any:
         raise NotImplementedError
 
-    def read(self, reply: Any) -> tuple[str, dict[str, Any]]:
-        """(text, usage fields) of a finished reply; raises UnfinishedReply otherwise."""
+    def read(self, reply: Any, budget: int | None = None) -> Read:
+        """The finished reply's prose, tool calls and usage fields; raises UnfinishedReply
+        (LengthCut when it reached ``budget``) otherwise."""
         raise NotImplementedError
 
-    def classify(self, exc: BaseException) -> tuple[bool, int | None, float | None]:
-        """(retry here, HTTP status, seconds the provider asked to wait) for a failed attempt.
-        Only failures the SDK did not already retry are retried here."""
-        if isinstance(exc, UnfinishedReply):
-            return True, None, None
-        return False, getattr(exc, "status_code", None), None
+    def status_failure(self, exc: BaseException) -> Failure | None:
+        """An SDK error that carries an HTTP status as a :class:`Failure`; None for any other."""
+        status = getattr(exc, "status_code", None)
+        if not isinstance(status, int):
+            return None
+        response = getattr(exc, "response", None)
+        headers = getattr(response, "headers", None)
+        should = headers.get("x-should-retry") if headers is not None else None
+        retry = should == "true" or (should != "false" and (status in RETRY_STATUS or status >= 500))
+        hint, where = hint_from_headers(headers) if retry else (None, "")
+        return Failure(retry, status, hint, where, str(status))
+
+    def classify(self, exc: BaseException) -> Failure:
+        """What a failed attempt was (worth another try, its status, the wait asked for)."""
+        if isinstance(exc, LengthCut):
+            return Failure(False, label="length cut")
+        if isinstance(exc, (UnfinishedReply, ReplyTooLarge)):
+            return Failure(True, label="unfinished reply")
+        failure = self.status_failure(exc)
+        if failure is not None:
+            return failure
+        if self.is_transport(exc):
+            return Failure(True, label="connection error")
+        return Failure(False)
+
+    def is_transport(self, exc: BaseException) -> bool:
+        """A failure to reach the server or read its answer (a connection, a timeout)."""
+        import httpx2
+
+        return isinstance(exc, (httpx2.TransportError, TimeoutError, ConnectionError)) or (
+            type(exc).__name__ in ("APIConnectionError", "APITimeoutError")
+        )
+
+    def describe(self, exc: BaseException) -> str:
+        """One line: why the attempt failed (the real cause of a transport failure)."""
+        status = self.classify(exc).status
+        if status is None and self.is_transport(exc):
+            cause = transport_cause(exc, self.base_url or self.default_base_url, self.timeout)
+            if cause:
+                return f"connection error: {cause}"
+        if isinstance(exc, (UnfinishedReply, ReplyTooLarge)):
+            return str(exc)
+        message = getattr(exc, "message", None) or str(exc)
+        what = f"HTTP {status}: " if status else ""
+        return f"{what}{type(exc).__name__}: {message}"
 
     def request_body(self, messages: Sequence[Message], **options: Any) -> dict[str, Any]:
         """The arguments the SDK is called with for this request (images as base64): what
@@ -204,44 +305,27 @@ class HostedBackend:
         self, messages: list[Message], *, max_tokens: int = 512, temperature: float = 0.0, **sampling: Any
     ) -> ChatResponse:
         """One request. Usage: latency of the whole call, tokens as the provider counts them
-        (``prompt_tokens`` all input, cached included), the served model, each image's size as
-        sent and as the model sees it."""
+        (``prompt_tokens`` all input, cached included; ``reasoning_tokens`` inside
+        ``completion_tokens``), the served model, each image's size as sent and as the model
+        sees it, and the attempts and waits when there was more than one attempt."""
         started = time.perf_counter()
         options = {"max_tokens": max_tokens, "temperature": temperature, **sampling}
         wire = await asyncio.to_thread(self.build, messages, options)
         self.api_key()
         semaphore = self._bind_loop()
-        attempts = 0
-
-        def wait(state) -> float:
-            _, _, hint = self.classify(state.outcome.exception())
-            if hint is not None:
-                return min(max(hint, 0.0), MAX_RETRY_AFTER_S)
-            return wait_exponential_jitter(initial=0.5, max=30.0)(state)
-
-        retrying = AsyncRetrying(
-            stop=stop_after_attempt(self.max_retries + 1),
-            retry=retry_if_exception(lambda e: self.classify(e)[0]),
-            wait=wait,
-            before_sleep=lambda state: log.warning(
-                "%s call attempt %d failed (%s); retrying",
-                self.provider,
-                state.attempt_number,
-                self._redact(str(state.outcome.exception())[:200]),
-            ),
-            reraise=True,
-        )
+        ledger = Ledger()
+        policy = RetryPolicy(self.max_retries, self.max_wait, sleep=self.sleep)
         try:
-            async for attempt in retrying:
+            async for attempt in policy.loop(self.provider, self.classify, ledger):
                 with attempt:
-                    attempts += 1
+                    ledger.attempts += 1
                     async with semaphore:
                         reply = await self.call(self._client, wire.kwargs)
-                    text, fields = self.read(reply)
+                    read = self.read(reply, int(max_tokens))
         except asyncio.CancelledError:
             raise
         except Exception as e:  # noqa: BLE001 - classified, masked and raised as one error type
-            raise self._failure(e, attempts) from None
+            raise self._failure(e, ledger, policy) from None
         usage = Usage(
             latency_s=time.perf_counter() - started,
             endpoint=self.endpoint,
@@ -249,31 +333,97 @@ class HostedBackend:
             image_bytes=wire.image_bytes,
             image_sent=wire.sent or None,
             image_seen=[self.image_size_seen(tuple(s)) for s in wire.sent] or None,
-            **fields,
+            **ledger.usage_fields(),
+            **read.usage,
         )
-        return ChatResponse(text=text, usage=usage)
+        return ChatResponse(text=read.text, usage=usage, tool_calls=read.calls)
 
-    def _failure(self, exc: Exception, attempts: int) -> HostedError:
-        retry, status, _ = self.classify(exc)
-        what = f"HTTP {status}: " if status else ""
-        reason = self._redact(f"{what}{type(exc).__name__}: {exc}"[:400])
+    def _failure(self, exc: Exception, ledger: Ledger, policy: RetryPolicy) -> HostedError:
+        failure = self.classify(exc)
+        reason = self._redact(self.describe(exc)[:400])
         return HostedError(
-            f"{self.provider} call failed after {attempts} attempt(s) at {self.endpoint}: {reason}",
-            status=status,
-            retryable=retry,
+            f"{self.provider} call failed {ledger.describe()} at {self.endpoint}: {reason}"
+            + policy.refused_wait(ledger),
+            status=failure.status,
+            retryable=failure.retry,
         )
+
+    # ---- before the first sample
+    async def check_model(self, client: Any) -> None:
+        """One cheap request that fails unless the key is accepted and the model exists."""
+        raise NotImplementedError
+
+    async def preflight(self) -> None:
+        """Check, before the first sample, that the key is set and accepted, the server answers
+        and knows the model: one request (a second only after a transport failure or a 5xx),
+        each within :data:`PREFLIGHT_TIMEOUT_S`. Raises :class:`PreflightFailed` with one line
+        naming the cause."""
+        try:
+            self.api_key()
+        except ValueError as e:
+            raise PreflightFailed(str(e)) from None
+        client = self.make_client(timeout=min(self.timeout, PREFLIGHT_TIMEOUT_S))
+        try:
+            for attempt in (1, 2):
+                try:
+                    await self.check_model(client)
+                    return
+                except asyncio.CancelledError:
+                    raise
+                except Exception as e:  # noqa: BLE001 - named in one line
+                    failure = self.classify(e)
+                    transient = failure.status is None or failure.status >= 500
+                    if attempt == 1 and failure.retry and transient:
+                        continue
+                    raise PreflightFailed(self._preflight_reason(e, failure)) from None
+        finally:
+            await self.close_client(client)
+
+    def _preflight_reason(self, exc: BaseException, failure: Failure) -> str:
+        where = f"{self.provider} at {self.endpoint}"
+        status = failure.status
+        detail = self._redact(self.describe(exc))[:300]
+        if status in (401, 403):
+            return f"{where} refused the API key in {' or '.join(self.key_envs)} ({detail})"
+        if status == 404:
+            return f"{where} has no model {self.model!r} ({detail}); check --model"
+        if status is None and self.is_transport(exc):
+            return f"{where} cannot be reached: {detail.removeprefix('connection error: ')}"
+        return f"{where} refused the model check for {self.model!r}: {detail}"
 
     def _redact(self, text: str) -> str:
         return redact_text(text, [self._key] if self._key else [])
 
+    async def close_client(self, client: Any) -> None:
+        await _close(client)
+
     async def aclose(self) -> None:
         client, self._client = self._client, None
         self._semaphore = self._loop = None
-        close = getattr(client, "close", None) or getattr(client, "aclose", None)
-        if close is not None:
-            result = close()
-            if isinstance(result, Awaitable):
-                await result
+        await self.close_client(client)
+
+
+async def _close(client: Any) -> None:
+    close = getattr(client, "close", None) or getattr(client, "aclose", None)
+    if close is not None:
+        result = close()
+        if isinstance(result, Awaitable):
+            await result
+
+
+def token_fields(
+    *, prompt: Any, cached: Any, completion: Any, reasoning: Any, model: str | None
+) -> dict[str, Any]:
+    """A reply's usage fields from the provider's counts, each a count or None (a count that is
+    no count, NaN or -3 or "12", is None: a record's sums and the cost would carry it).
+    ``prompt``: all input, cached included; ``completion``: all output, ``reasoning`` included."""
+    return {
+        "prompt_tokens": token_count(prompt),
+        "cached_tokens": token_count(cached),
+        "completion_tokens": token_count(completion),
+        "reasoning_tokens": token_count(reasoning) or None,
+        "model": model,
+    }
 
 
 def parts_of(message: Message) -> list[dict[str, Any]]:

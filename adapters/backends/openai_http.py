@@ -29,7 +29,13 @@ from typing import Any
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 from regionfocus.adapters.backends import body_json
-from regionfocus.adapters.backends.base import MAX_REPLY_BYTES, ChatResponse, Message, reply_cap
+from regionfocus.adapters.backends.base import (
+    MAX_REPLY_BYTES,
+    ChatResponse,
+    Message,
+    PreflightFailed,
+    reply_cap,
+)
 from regionfocus.adapters.backends.encoding import ImageEncoder, LocalFiles
 from regionfocus.adapters.backends.openai_replies import (
     MAX_RETRY_AFTER_S,
@@ -38,6 +44,7 @@ from regionfocus.adapters.backends.openai_replies import (
     completion_text,
     describe_failure,
 )
+from regionfocus.adapters.backends.transport import client_options, key_problem, proxy_problem
 from regionfocus.adapters.redact import (
     protect_http_logs,
     redact_text,
@@ -192,6 +199,11 @@ class OpenAIBackend:
             self.use_local_media(local_media_dir, local_format)
         # vLLM and SGLang accept any key when started without --api-key; "EMPTY" is their convention.
         self._api_key = os.environ.get(api_key_env) or "EMPTY"
+        problem = key_problem(api_key_env, self._api_key) or next(
+            filter(None, map(proxy_problem, urls)), None
+        )
+        if problem:
+            raise ValueError(problem)
         self._secret = self._api_key if self._api_key != "EMPTY" else None
         self._endpoints = [_endpoint(url) for url in urls]
         # Passwords and query-string keys of the URLs, masked like the API key wherever they
@@ -353,7 +365,7 @@ class OpenAIBackend:
         """``exc`` classified, credentials masked; raised ``from None``: the chained openai error
         carries the request, headers included."""
         retryable, status, retry_after = classify_failure(exc)
-        reason = self._redact(describe_failure(exc, self.timeout))
+        reason = self._redact(describe_failure(exc, self.timeout, where))
         message = f"chat completion failed after {attempts} attempt(s) at {where}: {reason}"
         return BackendError(
             message,
@@ -401,6 +413,52 @@ class OpenAIBackend:
         """The JSON body the server receives (``extra_body`` merged in, as the client sends it)."""
         return _merged(self.request_kwargs(messages, **options))
 
+    async def preflight(self) -> None:
+        """Before the first sample: every server answers ``GET /models`` (one retry after a
+        transport failure or a 5xx, each within seconds) and lists the model. Raises
+        :class:`~regionfocus.adapters.backends.base.PreflightFailed` naming the server and
+        the cause."""
+        from openai import AsyncOpenAI, DefaultAsyncHttpxClient
+
+        for endpoint in self._endpoints:
+            client = AsyncOpenAI(
+                base_url=endpoint.target,
+                api_key=self._api_key,
+                max_retries=0,
+                timeout=min(self.timeout, 15.0),
+                default_headers={"Authorization": endpoint.auth} if endpoint.auth else None,
+                http_client=DefaultAsyncHttpxClient(**client_options(endpoint.target)),
+            )
+            try:
+                served = await self._listed(client, endpoint.base_url)
+            finally:
+                await client.close()
+            if self.model not in served:
+                shown = ", ".join(sorted(served)[:8]) or "none"
+                raise PreflightFailed(
+                    f"the server at {endpoint.base_url} does not serve model {self.model!r} (it lists: "
+                    f"{self._redact(shown)}); check --model"
+                )
+
+    async def _listed(self, client: Any, where: str) -> set[str]:
+        for attempt in (1, 2):
+            try:
+                page = await client.models.list()
+                return {str(m.id) for m in page.data}
+            except Exception as exc:  # noqa: BLE001 - named in one line
+                retryable, status, _ = classify_failure(exc)
+                if attempt == 1 and retryable and (status is None or status >= 500):
+                    continue
+                reason = self._redact(describe_failure(exc, min(self.timeout, 15.0), where))
+                if status in (401, 403):
+                    raise PreflightFailed(
+                        f"the server at {where} refused the API key in {self.api_key_env} ({reason})"
+                    ) from None
+                if status is None:
+                    raise PreflightFailed(f"the server at {where} cannot be reached: {reason}") from None
+                raise PreflightFailed(f"the server at {where} refused GET /models: {reason}") from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
     async def aclose(self) -> None:
         if self.local is not None:
             self.local.close()
@@ -439,7 +497,8 @@ class OpenAIBackend:
                     # The SDK's own client (its limits, redirects, proxies from the environment)
                     # with the reply cap hooked in: a body is counted as httpx decodes it.
                     http_client=DefaultAsyncHttpxClient(
-                        event_hooks={"response": [reply_cap(self.max_reply_bytes)]}
+                        event_hooks={"response": [reply_cap(self.max_reply_bytes)]},
+                        **client_options(endpoint.target),  # no proxy for this machine
                     ),
                 )
         return self._semaphore

@@ -123,16 +123,23 @@ def retry_after_header(headers: Any) -> float | None:
     return max(0.0, parsed.timestamp() - time.time())
 
 
-def describe_failure(exc: Exception, timeout: float) -> str:
+def describe_failure(exc: Exception, timeout: float, url: str = "") -> str:
+    """One line: why the attempt failed (a transport failure by its real cause, found down the
+    exception chain: "Connection error." alone says nothing)."""
     import openai
+
+    from regionfocus.adapters.backends.transport import transport_cause
 
     if isinstance(exc, (asyncio.TimeoutError, openai.APITimeoutError)):
         return f"timed out after {timeout:g}s"
     if isinstance(exc, openai.APIStatusError):
         return f"HTTP {exc.status_code}: {str(exc.message)[:300]}"
     if isinstance(exc, openai.APIConnectionError):
-        cause = exc.__cause__
-        return f"connection error ({type(cause).__name__ if cause else 'unknown'})"
+        cause = transport_cause(exc, url, timeout) if url else None
+        if cause:
+            return f"connection error: {cause}"
+        inner = exc.__cause__
+        return f"connection error ({type(inner).__name__ if inner else 'unknown'})"
     if isinstance(exc, MalformedResponseError):
         return f"malformed response: {exc}"
     if isinstance(exc, (UnfinishedReply, ReplyTooLarge)):

@@ -1,25 +1,34 @@
 """OpenAI models through the Responses API and the official ``openai`` SDK.
 
 ``base_url`` ends in ``/v1``, as the SDK takes it (it posts to ``{base_url}/responses``); the key
-comes from ``OPENAI_API_KEY``. The SDK retries 408/409/429/5xx, waiting out ``retry-after``
-(``max_retries``). A response is an answer when its ``status`` is ``completed``; ``incomplete``
-(``max_output_tokens``, ``content_filter``), ``failed`` and the rest are failed attempts.
+comes from ``OPENAI_API_KEY``. The SDK's retries are off (``max_retries=0``); ours
+(:mod:`.retry`) retry 408/409/429/5xx, waiting out ``retry-after-ms`` / ``retry-after``. A
+response is an answer when its ``status`` is ``completed``; ``incomplete`` for
+``max_output_tokens`` is a length cut (not retried), for ``content_filter``, like ``failed`` and
+the rest, a failed attempt.
 
 Our messages become input items: text parts ``input_text`` (``output_text`` in an assistant
 turn), an image ``input_image`` with the backend's ``detail`` level; responses are not stored
-(``store: false``). A computer-use request passes ``tools``; each ``computer_call`` comes back as
-text the OpenAI adapter reads: ``<computer_call>{"type": "click", "x": .., "y": ..}</computer_call>``
-(one per action of a batched call).
+(``store: false``). A computer-use request passes ``tools``; each ``computer_call`` action comes
+back as a :class:`~regionfocus.adapters.backends.base.ToolCall` named by its ``type`` (one per
+action of a batched call). The reasoning effort (``reasoning.effort``) comes from the model's
+rule or ``--reasoning-effort``; reasoning tokens are counted inside the output tokens.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
-from regionfocus.adapters.backends.base import Message, UnfinishedReply, finished_text
-from regionfocus.adapters.backends.hosted_base import HostedBackend, Wire, parts_of
+from regionfocus.adapters.backends.base import (
+    LengthCut,
+    Message,
+    ToolCall,
+    UnfinishedReply,
+    finished_text,
+    length_cut_message,
+)
+from regionfocus.adapters.backends.hosted_base import HostedBackend, Read, Wire, parts_of, token_fields
 
 FINISHED = frozenset({"completed"})
 
@@ -27,10 +36,6 @@ FINISHED = frozenset({"completed"})
 def _plain(value: Any) -> Any:
     dump = getattr(value, "model_dump", None)
     return dump(exclude_none=True) if dump is not None else value
-
-
-def render_computer_call(action: Any) -> str:
-    return f"<computer_call>{json.dumps(_plain(action), ensure_ascii=False)}</computer_call>"
 
 
 class ResponsesBackend(HostedBackend):
@@ -42,15 +47,19 @@ class ResponsesBackend(HostedBackend):
     default_key_env = ("OPENAI_API_KEY",)
     default_base_url = "https://api.openai.com/v1"
 
-    def make_client(self) -> Any:
-        from openai import AsyncOpenAI
+    def make_client(self, timeout: float | None = None) -> Any:
+        from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 
         return AsyncOpenAI(
             api_key=self.api_key(),
             base_url=self.base_url,
-            max_retries=self.max_retries,
-            timeout=self.timeout,
+            max_retries=0,  # the waits are ours (hosted_base)
+            timeout=timeout or self.timeout,
+            http_client=DefaultAsyncHttpxClient(**self.http_options()),
         )
+
+    async def check_model(self, client: Any) -> None:
+        await client.models.retrieve(self.model)
 
     def build(self, messages: Sequence[Message], options: dict[str, Any]) -> Wire:
         options = dict(options)
@@ -83,6 +92,7 @@ class ResponsesBackend(HostedBackend):
         temperature = options.pop("temperature", None)
         if temperature is not None and self.rule.temperature:
             kwargs["temperature"] = float(temperature)
+        kwargs.update(self.rule.thinking_kwargs(self.reasoning, kwargs["max_output_tokens"]))
         for name in ("tools", "truncation", "tool_choice", "top_p", "reasoning"):
             if options.get(name) is not None:
                 kwargs[name] = options.pop(name)
@@ -92,12 +102,15 @@ class ResponsesBackend(HostedBackend):
     async def call(self, client: Any, kwargs: dict[str, Any]) -> Any:
         return await client.responses.create(**kwargs)
 
-    def read(self, reply: Any) -> tuple[str, dict[str, Any]]:
+    def read(self, reply: Any, budget: int | None = None) -> Read:
         status = getattr(reply, "status", None)
         if status == "incomplete":
             reason = getattr(getattr(reply, "incomplete_details", None), "reason", None)
+            if reason == "max_output_tokens":
+                raise LengthCut(length_cut_message("OpenAI", reason, budget))
             raise UnfinishedReply(f"the model did not finish its reply (OpenAI status incomplete: {reason})")
         pieces: list[str] = []
+        calls: list[ToolCall] = []
         for item in getattr(reply, "output", None) or []:
             kind = getattr(item, "type", None)
             if kind == "message":
@@ -112,13 +125,24 @@ class ResponsesBackend(HostedBackend):
                 actions = getattr(item, "actions", None) or (
                     [item.action] if getattr(item, "action", None) else []
                 )
-                pieces.extend(render_computer_call(a) for a in actions)
-        text = finished_text("\n".join(pieces) if pieces else None, status, FINISHED, "OpenAI")
+                for action in actions:
+                    args = _plain(action)
+                    if isinstance(args, dict):
+                        calls.append(ToolCall(str(args.get("type", "")), args))
+        text = finished_text(
+            "\n".join(pieces) if pieces else ("" if calls else None), status, FINISHED, "OpenAI"
+        )
         usage = getattr(reply, "usage", None)
         details = getattr(usage, "input_tokens_details", None)
-        return text, {
-            "prompt_tokens": getattr(usage, "input_tokens", None),  # cached tokens included
-            "cached_tokens": getattr(details, "cached_tokens", None),
-            "completion_tokens": getattr(usage, "output_tokens", None),  # reasoning included
-            "model": getattr(reply, "model", None) or self.model,
-        }
+        out_details = getattr(usage, "output_tokens_details", None)
+        return Read(
+            text,
+            calls,
+            token_fields(
+                prompt=getattr(usage, "input_tokens", None),  # cached tokens included
+                cached=getattr(details, "cached_tokens", None),
+                completion=getattr(usage, "output_tokens", None),  # reasoning included
+                reasoning=getattr(out_details, "reasoning_tokens", None),
+                model=getattr(reply, "model", None) or self.model,
+            ),
+        )

@@ -24,6 +24,8 @@ Every answer is mapped back to pixels of the image the caller gave. Sources:
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,9 +33,9 @@ from typing import Any
 from PIL import Image
 
 from regionfocus.actions import Action, ActionType
-from regionfocus.adapters.backends.base import Message
+from regionfocus.adapters.backends.base import Message, ToolCall
 from regionfocus.adapters.families.answers import bare_click, find_coordinates, split_keys, typed_text
-from regionfocus.adapters.families.hosted_models import ImageRule, ModelRule, model_rule
+from regionfocus.adapters.families.hosted_models import ImageRule, ModelRule, model_rule, warn_if_unnamed
 from regionfocus.adapters.families.prompting import Prompt, render
 from regionfocus.adapters.families.qwen import loads_lenient
 from regionfocus.adapters.families.resize import Resized
@@ -43,34 +45,34 @@ from regionfocus.geometry import Point
 from regionfocus.model import ModelReply, Option, Query
 from regionfocus.resample import bicubic
 
+log = logging.getLogger(__name__)
+
 REQUESTS = ("prompt", "computer-use")
 
-# How the backends write a tool call into the reply text (adapters/backends/*): a tag naming
-# the call, its arguments as JSON.
-_TAGGED = re.compile(
-    r'<(?P<tag>tool_use|function_call) name="(?P<name>[^"<>]{1,64})">(?P<args>.*?)</(?P=tag)>'
-    r"|<computer_call>(?P<action>.*?)</computer_call>",
-    re.S,
-)
+
+class Answer(str):
+    """A hosted reply's text with the tool calls the provider returned as data. The text is what
+    the record shows (prose, then each call rendered after it); the reader takes calls from
+    ``tool_calls`` only, so a tag the model wrote in its prose, or echoed from an instruction,
+    is text and never a call."""
+
+    tool_calls: tuple[ToolCall, ...] = ()
+
+    def __new__(cls, text: str, tool_calls: list[ToolCall] | tuple[ToolCall, ...] = ()) -> Answer:
+        shown = text
+        for call in tool_calls:
+            shown += (
+                "\n" if shown else ""
+            ) + f"[tool call {call.name}: {json.dumps(call.args, ensure_ascii=False)}]"
+        out = super().__new__(cls, shown)
+        out.tool_calls = tuple(tool_calls)
+        out.prose = text
+        return out
 
 
-@dataclass(frozen=True)
-class ToolCall:
-    name: str
-    args: dict[str, Any]
-
-
-def tool_calls(text: str) -> list[ToolCall]:
-    """The tool calls a hosted backend wrote into ``text``, in order; unreadable ones skipped."""
-    out: list[ToolCall] = []
-    for m in _TAGGED.finditer(bounded(text)):
-        raw = m.group("args") if m.group("tag") else m.group("action")
-        args = loads_lenient(raw or "")
-        if not isinstance(args, dict):
-            continue
-        name = m.group("name") if m.group("tag") else str(args.get("type", ""))
-        out.append(ToolCall(name, args))
-    return out
+def tool_calls(answer: str) -> tuple[ToolCall, ...]:
+    """The provider's tool calls behind ``answer`` (none for plain text)."""
+    return getattr(answer, "tool_calls", ())
 
 
 @dataclass
@@ -138,12 +140,23 @@ class HostedAdapter(VlmAdapter):
         model: str | None = None,
         request: str = "prompt",
         detail: str | None = None,
+        rule_model: str | None = None,
         **options: Any,
     ) -> None:
         options.pop("prefill", None)  # no provider continues a pre-filled turn the vLLM way
-        super().__init__(backend, prefill=False, **options)
         self.model_name = model or getattr(backend, "model", None) or self.default_model
-        self.rule: ModelRule = model_rule(self.provider, self.model_name)
+        self.rule: ModelRule = getattr(backend, "rule", None) or model_rule(
+            self.provider, rule_model or self.model_name
+        )
+        warn_if_unnamed(
+            self.provider,
+            self.model_name,
+            self.rule,
+            bool(rule_model or getattr(backend, "rule_model", None)),
+        )
+        if options.get("max_tokens") is None:
+            options["max_tokens"] = self.rule.max_tokens  # the model's default output budget
+        super().__init__(backend, prefill=False, **options)
         self.detail = detail or getattr(backend, "detail", None) or self.rule.default_detail
         self.image_rule: ImageRule = self.rule.image(self.detail)
         if request not in REQUESTS:
@@ -165,6 +178,10 @@ class HostedAdapter(VlmAdapter):
             "request_format": self.request,
             "detail": self.detail,
             "image_rule": {k: v for k, v in vars(self.image_rule).items() if v},
+            "reasoning": getattr(self.backend, "reasoning", None) or self.rule.reasoning_setting(None),
+            # None: no temperature is sent and the provider's default applies (its guidance)
+            "temperature": self.temperature if self.rule.temperature else None,
+            **({"media_resolution": self.rule.media_resolution} if self.rule.media_resolution else {}),
         }
 
     def __repr__(self) -> str:
@@ -235,20 +252,25 @@ class HostedAdapter(VlmAdapter):
         raise NotImplementedError
 
     def parse_action(self, text: str, width: int, height: int) -> Action | None:
-        """The first computer-use call that is an action (its own frame), else the text answer
-        (the family's text frame); points in pixels of the ``width`` x ``height`` image."""
-        try:
-            for call in tool_calls(text):
-                action = sound_action(self.tool_action(call))
-                if action is not None:
-                    return sound_action(
-                        action.map_points(lambda p: self._from(p.x, p.y, (width, height), self.tool_scale))
-                    )
-            if "<tool_use" in text or "<function_call" in text or "<computer_call" in text:
-                return None  # a tool call that is no action is not a click at its numbers
-        except Exception:  # noqa: BLE001 - untrusted text must never end a round
-            return None
-        return super().parse_action(text, width, height)
+        """The first tool call the provider returned that is an action (the tool's frame), else
+        the text answer (the family's text frame); points in pixels of the ``width`` x
+        ``height`` image. Only calls the API returned as data count (:class:`Answer`): a
+        tag in the prose is prose."""
+        calls = tool_calls(text)
+        if calls:
+            try:
+                for call in calls:
+                    action = sound_action(self.tool_action(call))
+                    if action is not None:
+                        return sound_action(
+                            action.map_points(
+                                lambda p: self._from(p.x, p.y, (width, height), self.tool_scale)
+                            )
+                        )
+            except Exception:  # noqa: BLE001 - untrusted arguments must never end a round
+                return None
+            return None  # a tool call that is no action is not a click at the prose's numbers
+        return super().parse_action(getattr(text, "prose", text), width, height)
 
     # ---- requests
     def system_text(self) -> str | None:
@@ -290,7 +312,8 @@ class HostedAdapter(VlmAdapter):
     async def ask(self, prompt: Prompt, temperature: float | None = None) -> tuple[str, str, Any]:
         options = getattr(prompt, "options", None) or {}
         resp = await self._complete(prompt.messages, temperature, **options)
-        return resp.text, resp.text, resp.usage
+        answer = Answer(resp.text, getattr(resp, "tool_calls", None) or ())
+        return answer, answer, resp.usage
 
     async def sample(self, image: Image.Image, query: Query, n: int, temperature: float) -> Any:
         """``n`` grounding answers on ``image`` (the strategies' sampling): ``n`` requests, each
@@ -560,9 +583,16 @@ def build_hosted(
     temperature: float = 0.0,
     request: str = "prompt",
     detail: str | None = None,
+    max_tokens: int | None = None,
+    reasoning: str | None = None,
+    rule_model: str | None = None,
+    max_wait: float | None = None,
+    max_reply_bytes: int | None = None,
 ) -> HostedAdapter:
-    """The hosted family ``name`` over its provider's backend. Raises ValueError naming the
-    flag to fix; ModuleNotFoundError when the provider's SDK is not installed."""
+    """The hosted family ``name`` over its provider's backend. ``max_tokens``/``reasoning``:
+    the output budget and reasoning word (None: the model rule's defaults); ``rule_model``: apply
+    this model's rule; ``max_wait``: the longest wait a server may ask for. Raises ValueError
+    naming the flag to fix; ModuleNotFoundError when the provider's SDK is not installed."""
     import importlib
 
     from regionfocus.adapters.registry import family_class
@@ -574,11 +604,18 @@ def build_hosted(
         raise ValueError(
             f"--agent {name} needs --model: the provider's model name (e.g. {cls.default_model})"
         )
+    if max_tokens is not None and max_tokens < 1:
+        raise ValueError(f"--max-tokens must be at least 1, got {max_tokens}")
     module, _, attr = cls.backend_class.partition(":")
     backend_cls = getattr(importlib.import_module(module), attr)
     # The provider's SDK, imported now: a missing one is the 'hosted' extra not installed
     # (regionfocus/cli.py turns that into the pip line and exit 2), not a failure per call.
     importlib.import_module(backend_cls.sdk_module)
+    extra: dict[str, Any] = {}
+    if max_wait is not None:
+        extra["max_wait"] = max_wait
+    if max_reply_bytes is not None:
+        extra["max_reply_bytes"] = max_reply_bytes
     backend = backend_cls(
         model,
         base_url,
@@ -588,5 +625,18 @@ def build_hosted(
         image_format=image_format,
         image_quality=image_quality,
         detail=detail,
+        reasoning=reasoning,
+        rule_model=rule_model,
+        **extra,
     )
-    return cls(backend, request=request, detail=detail, temperature=temperature)
+    adapter = cls(backend, request=request, detail=detail, temperature=temperature, max_tokens=max_tokens)
+    adapter.rule.check_budget(backend.reasoning, adapter.max_tokens)
+    if temperature and not adapter.rule.temperature:
+        log.warning(
+            "%s: --temperature %g is not sent to %s: %s",
+            name,
+            temperature,
+            model,
+            adapter.rule.sampling or "the model takes none",
+        )
+    return adapter

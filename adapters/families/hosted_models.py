@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import logging
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -97,9 +98,41 @@ def fit_tiles(w: int, h: int, square: int, short_side: int) -> tuple[int, int]:
     return max(1, round(w * s)), max(1, round(h * s))
 
 
+# How a reasoning word becomes request arguments, per provider API (``reasoning.kind`` in the
+# table): OpenAI's ``reasoning.effort``; Anthropic's adaptive thinking with ``output_config.effort``
+# or manual thinking with a ``budget_tokens``; Gemini 3's ``thinking_level``, Gemini 2.5's
+# ``thinking_budget``. "off" turns thinking off where the API can.
+REASONING_KINDS = ("openai-effort", "anthropic-adaptive", "anthropic-budget", "gemini-level", "gemini-budget")
+
+
+@dataclass(frozen=True)
+class Reasoning:
+    """A model's reasoning setting: the API parameter (``kind``), the word sent when the user
+    names none (``default``), and the words it takes (``choices``; a budget kind takes a
+    number of tokens too)."""
+
+    kind: str
+    default: str
+    choices: tuple[str, ...] = ()
+
+    def check(self, word: str | None, model: str) -> str:
+        word = self.default if word is None else str(word).strip().lower()
+        if word in self.choices or (self.kind.endswith("budget") and word.isdigit()):
+            return word
+        takes = ", ".join(self.choices) + (" or a number of tokens" if self.kind.endswith("budget") else "")
+        raise ValueError(f"--reasoning-effort {word!r}: model {model!r} takes {takes}")
+
+
 @dataclass(frozen=True)
 class ModelRule:
-    """One row of the table: the facts for the models ``patterns`` name."""
+    """One row of the table: the facts for the models ``patterns`` name.
+
+    ``max_tokens``: the default output budget (thinking included where the provider counts it
+    there); ``reasoning``: the reasoning setting, None for a model that takes none;
+    ``temperature``: whether the request carries the run's temperature (False: none is sent, the
+    provider's default applies, as its guidance for the model says); ``media_resolution``:
+    Gemini's image resolution setting; ``fallback``: the catch-all rule (no pattern names the
+    model)."""
 
     provider: str
     patterns: tuple[str, ...]
@@ -108,6 +141,61 @@ class ModelRule:
     computer_tool: dict[str, Any] | None = None
     temperature: bool = True
     sources: tuple[str, ...] = field(default=())
+    max_tokens: int = 1024
+    reasoning: Reasoning | None = None
+    media_resolution: str | None = None
+    image_tokens: dict[str, int] | None = None
+    sampling: str = ""
+
+    @property
+    def fallback(self) -> bool:
+        return self.patterns == ("*",)
+
+    def reasoning_setting(self, word: str | None) -> str | None:
+        """The reasoning word a request carries: ``word`` checked against the model's, or its
+        default; None for a model with no reasoning setting (a word then fails, naming it)."""
+        if self.reasoning is None:
+            if word is not None:
+                raise ValueError(
+                    f"--reasoning-effort {word!r}: model rule {self.patterns[0]!r} takes no reasoning setting"
+                )
+            return None
+        return self.reasoning.check(word, self.patterns[0])
+
+    def check_budget(self, word: str | None, max_tokens: int) -> None:
+        """ValueError naming the flags when a reasoning word cannot go with ``max_tokens``."""
+        self.thinking_kwargs(word, max_tokens)
+
+    def thinking_kwargs(self, word: str | None, max_tokens: int) -> dict[str, Any]:
+        """The request arguments (top level, or Gemini's config) that set reasoning to ``word``."""
+        if self.reasoning is None or word is None:
+            return {}
+        kind = self.reasoning.kind
+        if kind == "openai-effort":
+            return {"reasoning": {"effort": word}}
+        if kind == "anthropic-adaptive":
+            if word == "off":
+                return {"thinking": {"type": "disabled"}}
+            return {"thinking": {"type": "adaptive"}, "output_config": {"effort": word}}
+        if kind == "anthropic-budget":
+            if word == "off":
+                return {"thinking": {"type": "disabled"}}
+            budget = int(word)
+            if not 1024 <= budget < max_tokens:
+                raise ValueError(
+                    f"thinking budget {budget} must be at least 1024 and below the output budget "
+                    f"{max_tokens} (--max-tokens)"
+                )
+            return {"thinking": {"type": "enabled", "budget_tokens": budget}}
+        if kind == "gemini-level":
+            return {"thinking_config": {"thinking_level": word}}
+        if kind == "gemini-budget":
+            return {
+                "thinking_config": {
+                    "thinking_budget": 0 if word == "off" else -1 if word == "dynamic" else int(word)
+                }
+            }
+        raise AssertionError(kind)  # pragma: no cover - checked when the table loads
 
     def image(self, detail: str | None = None) -> ImageRule:
         key = detail or self.default_detail
@@ -127,6 +215,15 @@ def _table() -> dict[str, list[ModelRule]]:
         rows = []
         for row in raw[provider]:
             images = {k: ImageRule(**v) for k, v in row["image"].items()}
+            reasoning = row.get("reasoning")
+            if reasoning is not None:
+                if reasoning.get("kind") not in REASONING_KINDS:
+                    raise ValueError(
+                        f"models.json: {row['models'][0]}: unknown reasoning kind {reasoning.get('kind')!r}"
+                    )
+                reasoning = Reasoning(
+                    reasoning["kind"], reasoning["default"], tuple(reasoning.get("choices", ()))
+                )
             rows.append(
                 ModelRule(
                     provider=provider,
@@ -136,6 +233,11 @@ def _table() -> dict[str, list[ModelRule]]:
                     computer_tool=row.get("computer_tool"),
                     temperature=bool(row.get("temperature", True)),
                     sources=tuple(row.get("sources", ())),
+                    max_tokens=int(row.get("max_tokens", 1024)),
+                    reasoning=reasoning,
+                    media_resolution=row.get("media_resolution"),
+                    image_tokens=row.get("image_tokens"),
+                    sampling=row.get("sampling", ""),
                 )
             )
         if not rows or "*" not in rows[-1].patterns:
@@ -154,6 +256,41 @@ def model_rule(provider: str, model: str) -> ModelRule:
         if any(fnmatch.fnmatchcase(name, p.lower()) for p in rule.patterns):
             return rule
     raise AssertionError("unreachable: the last rule matches '*'")  # pragma: no cover
+
+
+_WARNED: set[tuple[str, str]] = set()
+log = logging.getLogger(__name__)
+
+
+def describe_rule(rule: ModelRule, detail: str | None = None) -> str:
+    """What a rule does to a request, in words."""
+    image = rule.image(detail)
+    if image.kind == "fit":
+        size = f"images fit in {image.max_long_edge or 'any'} px and {image.max_patches} patches of {image.patch} px"
+    elif image.kind == "tile":
+        size = f"images fit in {image.square} px, short side {image.short_side} px"
+    else:
+        size = "images sent as captured"
+    tool = (rule.computer_tool or {}).get("type") or "no computer-use tool"
+    reasoning = rule.reasoning_setting(None) or "none"
+    return f"{size}, {tool}, output budget {rule.max_tokens} tokens, reasoning {reasoning}"
+
+
+def warn_if_unnamed(provider: str, model: str, rule: ModelRule, flag_used: bool = False) -> None:
+    """Say once per model that no rule names ``model`` and what the catch-all gives it (the
+    oldest behaviour), and how to choose another."""
+    if not rule.fallback or flag_used or (provider, model) in _WARNED:
+        return
+    _WARNED.add((provider, model))
+    named = next((r.patterns[0].rstrip("*") for r in _table()[provider] if not r.fallback), "")
+    log.warning(
+        "%s: no rule in models.json names model %r; it gets the catch-all rule (%s). For a newer model, "
+        "apply a known model's rule with --model-rule MODEL (e.g. --model-rule %s)",
+        provider,
+        model,
+        describe_rule(rule),
+        named,
+    )
 
 
 def seen_size(provider: str, model: str, size: tuple[int, int], detail: str | None = None) -> tuple[int, int]:
