@@ -71,7 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", help="run folder (default: a fresh temporary one)")
     args = ap.parse_args(argv)
 
-    from regionfocus.adapters.agents.ocr import OcrAgent, _EnginePool
+    from regionfocus.adapters.agents.ocr import OcrAgent
+    from regionfocus.adapters.perception.ocr_engine import EnginePool
     from regionfocus.screenspot_pro import builder
     from regionfocus.screenspot_pro.cli import main as ssp_main
 
@@ -89,8 +90,8 @@ def main(argv: list[str] | None = None) -> int:
         agent = OcrAgent()
         # Counted around the engine pool's read, for this measurement only.
         demand = ReadDemand()
-        _EnginePool.read = demand.wrap(_EnginePool.read)
-        pools = _EnginePool._pools.values()
+        EnginePool.read = demand.wrap(EnginePool.read)
+        pools = EnginePool._pools.values()
         ocr0 = sum(p.cpu_s for p in pools), sum(p.calls for p in pools)
         argv_run = ["--data", "builtin" if args.screens is None else str(data), "--agent", "ocr"]
         argv_run += ["--out", args.out or str(Path(tmp) / "run"), "--no-progress"]
@@ -100,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
             argv_run += ["--concurrency", str(args.concurrency)]
         code = ssp_main(argv_run, model=agent)
         c2, t2 = cpu_s(), time.perf_counter()
-    pools = _EnginePool._pools.values()
+    pools = EnginePool._pools.values()
     ocr_cpu = sum(p.cpu_s for p in pools) - ocr0[0]
     ocr_calls = sum(p.calls for p in pools) - ocr0[1]
     print_table(

@@ -313,7 +313,7 @@ def test_layout_is_what_gets_drawn():
 def test_labels_legible_at_4k_to_the_real_ocr_engine():
     """The reference code's labels were a ~8 px bitmap font; these must be read back by the
     project's OCR engine (rapidocr, models from its wheel) from a crop around each tag."""
-    from regionfocus.adapters.agents.ocr import _EnginePool
+    from regionfocus.adapters.perception.ocr_engine import EnginePool
 
     img = busy(UHD, seed=9)
     rng = random.Random(9)
@@ -331,7 +331,7 @@ def test_labels_legible_at_4k_to_the_real_ocr_engine():
         )
         sheet.paste(crop, ((i % 3) * cw + (cw - crop.width) // 2, (i // 3) * ch + (ch - crop.height) // 2))
     read: dict[int, list[str]] = {}
-    for line in _EnginePool.get(1, 1).read(np.asarray(sheet)):
+    for line in EnginePool.get(1, 1).read(np.asarray(sheet)):
         c = line.box.center
         read.setdefault(int(c.y // ch) * 3 + int(c.x // cw), []).append(line.text)
     assert [" ".join(read.get(i, [])) for i in range(9)] == labels

@@ -12,8 +12,9 @@ import pytest
 from PIL import Image, ImageDraw
 
 from regionfocus.actions import click
-from regionfocus.adapters.agents.ocr import OcrAgent, _EnginePool
+from regionfocus.adapters.agents.ocr import OcrAgent
 from regionfocus.adapters.agents.ocr_seen import BudgetArrays, Seen, SeenCache
+from regionfocus.adapters.perception.ocr_engine import EnginePool
 from regionfocus.geometry import Box
 from regionfocus.model import Avoid, Query
 from regionfocus.stars import draw_stars
@@ -27,7 +28,7 @@ def screen():
 
 
 def engine_calls(agent: OcrAgent) -> int:
-    return _EnginePool.get(agent.threads, agent.engines).calls
+    return EnginePool.get(agent.threads, agent.engines).calls
 
 
 def test_targets_sharing_a_screenshot_read_it_once(screen):

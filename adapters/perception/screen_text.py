@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from PIL import Image
 
-from regionfocus.adapters.agents.ocr import _EnginePool, usable_cores
+from regionfocus.adapters.perception.ocr_engine import EnginePool, usable_cores
 from regionfocus.adapters.perception.ocr_text import (
     Match,
     TextLine,
@@ -200,7 +200,7 @@ def read_lines(image: Image.Image, *, threads: int = 1, engines: int | None = No
     """OCR lines of ``image`` at its own resolution (no budget downscale: the screen-to-text
     agent reads what is there), boxes XYXY in its pixels, through the OCR agent's engine pool."""
     array = np.asarray(image.convert("RGB"), dtype=np.uint8)
-    pool = _EnginePool.get(int(threads), int(engines or max(1, usable_cores() // int(threads))))
+    pool = EnginePool.get(int(threads), int(engines or max(1, usable_cores() // int(threads))))
     return pool.read(array)
 
 
