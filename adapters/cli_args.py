@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 
 from regionfocus.adapters.backends.base import MAX_REPLY_BYTES
 from regionfocus.model import GroundingModel
@@ -227,86 +226,27 @@ def build_model(args: argparse.Namespace, concurrency: int = 1, coat=None) -> Gr
     """The GroundingModel the flags describe. Raises ValueError with the flag to fix.
     ``coat``: a :class:`~regionfocus.adapters.reasoning.coat.CoatConfig` to carry Chain-of-Action-Thought (the
     screen-text agent's own support; any VLM agent wrapped by :class:`~regionfocus.adapters.reasoning.coat_model.CoatModel`)."""
-    from regionfocus.adapters import get_adapter
+    from regionfocus.adapters.build import build_grounder
 
-    if coat is not None and runs_locally(args.agent):
-        raise ValueError(f"--reasoning coat needs an LLM or VLM agent; --agent {args.agent} writes no text")
-
-    if args.agent == "ocr":
-        opts = {"budget": args.ocr_budget} if args.ocr_budget else {}
-        return get_adapter("ocr", **opts)
-    if runs_locally(args.agent):
-        return get_adapter(args.agent)
-    hosted = _facts(args.agent)
-    if hosted is not None and hosted.provider and args.backend != "hf":
-        return _hosted_model(args, concurrency, coat)
-    if args.backend == "hf":
-        if not args.model or not os.path.isdir(args.model):
-            raise ValueError(
-                f"--backend hf needs --model pointing at a local model folder, got {args.model!r}"
-            )
-        from regionfocus.adapters.backends.transformers_local import TransformersBackend
-
-        backend = TransformersBackend(args.model)
-    else:
-        if not args.base_urls:
-            raise ValueError(
-                f"--agent {args.agent} needs --base-url (an OpenAI-compatible server, e.g. `vllm serve`); "
-                f"`regionfocus serve-command --model {args.agent}` prints how to start one"
-            )
-        if not args.model:
-            raise ValueError("--model is required with --base-url: the model name the server serves")
-        from regionfocus.adapters.backends.openai_http import OpenAIBackend
-
-        backend = OpenAIBackend(
-            base_urls=args.base_urls,
-            model=args.model,
-            api_key_env=args.api_key_env or "OPENAI_API_KEY",
-            timeout=args.timeout,
-            max_reply_bytes=getattr(args, "max_reply_bytes", MAX_REPLY_BYTES),
-            max_in_flight=args.max_in_flight or max(8, concurrency * 6),
-            image_format=args.image_format,
-            image_quality=args.image_quality,
-        )
-    if args.agent == "screen-text":
-        return get_adapter(args.agent, backend=backend, temperature=args.temperature, coat=coat)
-    model = get_adapter(args.agent, backend=backend, temperature=args.temperature)
-    if coat is not None:
-        from regionfocus.adapters.reasoning.coat_model import CoatModel
-
-        model = CoatModel(model, coat)
-    return model
-
-
-def _hosted_model(args: argparse.Namespace, concurrency: int, coat) -> GroundingModel:
-    """A hosted family (claude, gemini, openai) over its provider's SDK: --base-url optional (the
-    provider's host by default), one of it at most."""
-    from regionfocus.adapters.families.hosted import build_hosted
-
-    urls = args.base_urls or []
-    if len(urls) > 1:
-        raise ValueError(
-            f"--agent {args.agent} takes one --base-url (the provider's host or a gateway), got {len(urls)}"
-        )
-    model = build_hosted(
+    return build_grounder(
         args.agent,
+        base_url=args.base_urls,
         model=args.model,
-        base_url=urls[0] if urls else None,
+        backend=args.backend,
         api_key_env=args.api_key_env,
         timeout=args.timeout,
-        max_in_flight=args.max_in_flight or max(4, concurrency * 2),
+        temperature=args.temperature,
+        max_in_flight=args.max_in_flight,
+        max_reply_bytes=getattr(args, "max_reply_bytes", MAX_REPLY_BYTES),
         image_format=args.image_format,
         image_quality=args.image_quality,
-        temperature=args.temperature,
-        request=getattr(args, "request_format", "prompt"),
-        detail=getattr(args, "image_detail", None),
+        request_format=getattr(args, "request_format", "prompt"),
+        image_detail=getattr(args, "image_detail", None),
+        ocr_budget=args.ocr_budget,
+        concurrency=concurrency,
+        coat=coat,
         **hosted_options(args),
     )
-    if coat is not None:
-        from regionfocus.adapters.reasoning.coat_model import CoatModel
-
-        return CoatModel(model, coat)
-    return model
 
 
 def hosted_options(args: argparse.Namespace) -> dict:

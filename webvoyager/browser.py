@@ -28,21 +28,15 @@ import io
 import logging
 import time
 from collections import deque
-from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Literal
-from urllib.parse import urljoin, urlsplit
 
 from PIL import Image
 from playwright.async_api import Browser as PWBrowser
 from playwright.async_api import (
     BrowserContext,
-    Dialog,
-    Download,
     Page,
     Playwright,
-    Request,
-    Route,
     async_playwright,
 )
 from playwright.async_api import Error as PlaywrightError
@@ -63,10 +57,14 @@ from .effects import (
     expected_noise,
 )
 from .net_policy import NetPolicy, refusal, resolver_rules
-from .page_fetch import DEFAULT_MAX_PAGE_BYTES, PageFetcher, PageRefused
+from .page_fetch import DEFAULT_MAX_PAGE_BYTES, PageFetcher
+from .page_watch import PageStopped, PageWatch, page_url, short_error
 from .zoom import CdpZoom
 
 log = logging.getLogger(__name__)
+
+# How much longer a navigation waits than its document's fetch: the fetch's verdict ends it.
+_NAV_GRACE_S = 5.0
 
 
 @dataclass
@@ -199,17 +197,11 @@ class Browser:
         await self.close()
 
 
-class PageStopped(RuntimeError):
-    """The page made the task impossible to go on with: a page or frame document refused (over
-    the size limit, still arriving at the navigation timeout), a dialog loop, a navigation loop.
-    The message says which, naming the page."""
-
-
 class ScreenshotFailed(RuntimeError):
     """No screenshot could be taken, twice; the message names the page and what it was doing."""
 
 
-class BrowserEnv:
+class BrowserEnv(PageWatch):
     """One task's browser context. Use :meth:`goto`, then alternate :meth:`observe` /
     :meth:`act`; :attr:`zoom` is the true-zoom view source for RegionFocus. :attr:`stopped`:
     why the page stopped the task (see :class:`PageStopped`), None while it may go on."""
@@ -247,158 +239,6 @@ class BrowserEnv:
             raise RuntimeError("the environment has no page")
         return self.page
 
-    def _adopt(self, page: Page) -> None:
-        if page in self._pages:
-            return
-        self._pages.append(page)
-        page.on("dialog", self._on_dialog)
-        page.on("download", self._on_download)
-        page.on("framenavigated", self._on_frame_navigated)
-        page.on("crash", lambda p=page: self._on_crash(p))
-        page.on("close", lambda p=page: self._on_close(p))
-        page.set_default_timeout(self.config.action_timeout_s * 1000)
-        page.set_default_navigation_timeout(self.config.nav_timeout_s * 1000)
-        if self.page is not None and page is not self.page:
-            self.events.append({"type": "new_page", "url": page.url})
-        self.page = page  # follow new tabs and popups
-
-    def _on_page(self, page: Page) -> None:
-        self._adopt(page)
-
-    def _on_close(self, page: Page) -> None:
-        if page in self._pages:
-            self._pages.remove(page)
-        if page is self.page:
-            self.page = self._pages[-1] if self._pages else None
-            self.events.append({"type": "page_closed", "url": page.url})
-
-    def _on_crash(self, page: Page) -> None:
-        self.events.append({"type": "crash", "url": page.url})
-        if page is self.page:
-            self.crashed = True
-
-    async def _on_dialog(self, dialog: Dialog) -> None:
-        policy = self.config.dialogs
-        self._dialogs += 1
-        if self._dialogs <= self.config.max_dialogs:  # a loop's thousands are counted, not kept
-            self.events.append(
-                {"type": "dialog", "kind": dialog.type, "message": dialog.message[:500], "handled": policy}
-            )
-        elif self._dialogs == self.config.max_dialogs + 1:
-            self._halt(
-                f"the page {_url(dialog.page)} showed more than {self.config.max_dialogs} JavaScript "
-                f"dialogs in one step, a dialog loop (the last: {dialog.type} {dialog.message[:100]!r})"
-            )
-        try:
-            if policy == "accept" or dialog.type == "beforeunload":
-                await dialog.accept()  # leaving a page must never hang the run
-            else:
-                await dialog.dismiss()
-        except PlaywrightError:
-            pass
-
-    async def _on_download(self, download: Download) -> None:
-        """A download the page started without navigating (``<a download>``): the context
-        accepts none, so Chromium stops it; recorded, and cancelled in case it has not."""
-        self.events.append({"type": "download", "url": download.url[:500], "handled": "refused"})
-        with contextlib.suppress(PlaywrightError):
-            await download.cancel()
-
-    def _halt(self, reason: str) -> None:
-        """End the task: the step under way stops waiting and reports ``reason``."""
-        if self.stopped is None:
-            self.stopped = reason
-            self.events.append({"type": "stopped", "reason": reason[:1000]})
-            self._stop.set()
-
-    def _begin_step(self) -> None:
-        self._dialogs = self._navigations = 0
-        self._visited.clear()
-
-    def _on_navigation(self, url: str) -> None:
-        self._navigations += 1
-        self._visited.append(url[:200])
-        if self._navigations == self.config.max_navigations + 1:
-            self._halt(
-                f"the page {_url(self.page)} navigated more than {self.config.max_navigations} times in "
-                f"one step, a refresh or redirect loop (last: {' -> '.join(self._visited)})"
-            )
-
-    async def _guard(self, aw: Awaitable):
-        """Await ``aw`` unless the page stops the task first (:meth:`_halt`): then it is
-        cancelled and :class:`PageStopped` raised, so no step waits out a loop's timeouts."""
-        if self.stopped is not None:
-            if asyncio.iscoroutine(aw):
-                aw.close()
-            raise PageStopped(self.stopped)
-        task = asyncio.ensure_future(aw)
-        stop = asyncio.ensure_future(self._stop.wait())
-        try:
-            await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
-        except BaseException:
-            task.cancel()
-            raise
-        finally:
-            stop.cancel()
-        if task.done():
-            return task.result()
-        task.cancel()
-        with contextlib.suppress(BaseException):
-            await task
-        raise PageStopped(self.stopped)
-
-    async def _route(self, route: Route, request: Request) -> None:
-        document = request.resource_type == "document"  # a page or a frame
-        main = document and _main_frame(request)
-        if main and request.is_navigation_request():
-            self._on_navigation(request.url)
-        reason = refusal(request.url, self.policy, document=document)
-        if reason is not None:
-            await self._block(route, request.url, reason)
-            return
-        if document and urlsplit(request.url).scheme in ("http", "https"):
-            await self._load_document(route, request, main)
-            return
-        await route.continue_()
-
-    async def _load_document(self, route: Route, request: Request, main: bool) -> None:
-        """Fetch a document ourselves, so that a redirect's target is checked before the
-        browser follows it (Playwright routes only a redirect chain's first request), and so
-        that what comes in is bounded (page_fetch.py; Playwright's ``route.fetch`` buffers a
-        whole body, however long). A main frame's document refused ends the task."""
-        try:
-            doc = await self.fetcher.fetch(
-                request.method, request.url, request.headers, request.post_data_buffer
-            )
-        except PageRefused as e:
-            if main:
-                self._halt(str(e))
-            await self._block(route, request.url, e.reason)
-            return
-        location = doc.headers.get("location") if 300 <= doc.status < 400 else None
-        if location:
-            target = urljoin(request.url, location)
-            reason = refusal(target, self.policy, document=True)
-            if reason is not None:
-                await self._block(route, target, f"redirect from {request.url[:200]}: {reason}")
-                return
-        with contextlib.suppress(PlaywrightError):  # the page or the task went away meanwhile
-            await route.fulfill(status=doc.status, headers=doc.headers, body=doc.body)
-
-    async def _block(self, route: Route, url: str, reason: str) -> None:
-        self.events.append({"type": "blocked", "url": url[:500], "reason": reason})
-        with contextlib.suppress(PlaywrightError):
-            await route.abort("blockedbyclient")
-
-    def _on_frame_navigated(self, frame) -> None:
-        """A document that arrived where no document may come from (a chain of redirects
-        checked only at its first hop): replaced by a blank page."""
-        arrived = urlsplit(frame.url).scheme in ("http", "https", "file")  # not about: or an error page
-        reason = refusal(frame.url, self.policy, document=True) if arrived else None
-        if reason is not None:
-            self.events.append({"type": "blocked", "url": frame.url[:500], "reason": reason})
-            asyncio.ensure_future(_blank(frame))
-
     # ------------------------------------------------------------------ navigation
     async def goto(self, url: str) -> str | None:
         """Open ``url`` in the current page; returns an error message or None."""
@@ -416,7 +256,7 @@ class BrowserEnv:
             return f"navigation to {url!r} failed: {e}"
         except PlaywrightError as e:
             # A page refused by us fails in the browser as "blocked by client": say why.
-            return f"navigation to {url!r} failed: {self.stopped or _short(e)}"
+            return f"navigation to {url!r} failed: {self.stopped or short_error(e)}"
         return None
 
     # ------------------------------------------------------------------ observation
@@ -471,7 +311,7 @@ class BrowserEnv:
         if self._dialogs:
             doing.append(f"it showed {self._dialogs} dialog(s) in this step")
         context = f" ({'; '.join(doing)})" if doing else ""
-        return f"could not take a screenshot of {_url(page)}{context}: {_short(e)}"
+        return f"could not take a screenshot of {page_url(page)}{context}: {short_error(e)}"
 
     async def _settle(self) -> None:
         """Wait at least ``settle_s``, then until the DOM is quiet (two equal mutation counts
@@ -547,7 +387,7 @@ class BrowserEnv:
         except asyncio.TimeoutError:
             error = f"action timed out after {self.config.action_timeout_s:.0f} s"
         except (PlaywrightError, RuntimeError) as e:
-            error = f"{type(e).__name__}: {_short(e)}"
+            error = f"{type(e).__name__}: {short_error(e)}"
 
         if action.type != ActionType.HOVER:  # a hover's effect is the mouse staying there
             try:
@@ -576,7 +416,7 @@ class BrowserEnv:
         except PageStopped as e:
             return self._no_screen(n_events, str(e))
         except (PlaywrightError, RuntimeError) as e:
-            failed = str(e) if isinstance(e, ScreenshotFailed) else f"screenshot failed: {_short(e)}"
+            failed = str(e) if isinstance(e, ScreenshotFailed) else f"screenshot failed: {short_error(e)}"
             return self._no_screen(n_events, f"{error}; {failed}" if error else failed)
         window = after.t - t0
         noise = expected_noise(start, noise_rate_probe, window)
@@ -628,30 +468,3 @@ class BrowserEnv:
         except PlaywrightError:
             pass
         await self.fetcher.aclose()
-
-
-async def _blank(frame) -> None:
-    try:
-        await frame.goto("about:blank")
-    except PlaywrightError:
-        pass  # the frame went away or navigated on: nothing left to replace
-
-
-_NAV_GRACE_S = 5.0
-
-
-def _main_frame(request: Request) -> bool:
-    try:
-        return request.frame.parent_frame is None
-    except PlaywrightError:  # a service worker's request belongs to no frame
-        return False
-
-
-def _url(page: Page | None) -> str:
-    return page.url[:300] if page is not None else "(no page)"
-
-
-def _short(e: BaseException, limit: int = 300) -> str:
-    """The first line of a Playwright error (its call logs run to many lines)."""
-    text = str(e).strip().splitlines()
-    return (text[0] if text else type(e).__name__)[:limit]
