@@ -74,7 +74,7 @@ BAD = {
     "empty strategy": (["--strategy", ","], "--strategy: unknown ','"),
     "bad shard": (["--shard", "2/2"], "argument --shard: --shard 2/2: need 0 <= I < N"),
     "shard syntax": (["--shard", "1of2"], "argument --shard: "),
-    "concurrency": (["--concurrency", "0"], "--concurrency must be >= 1, got 0"),
+    "concurrency": (["--concurrency", "0"], "argument --concurrency: must be a whole number >= 1, got '0'"),
     "unknown flag": (["--concurency", "2"], "unrecognized arguments: --concurency 2"),
     "text history contradiction": (["--text-history", "--history", "image"], "--text-history contradicts"),
 }
