@@ -20,13 +20,26 @@ not the answer. The thinking setting comes from the model's rule or ``--reasonin
 from __future__ import annotations
 
 import base64
+import logging
+import math
 import re
 from collections.abc import Sequence
 from typing import Any
 
+from PIL import Image
+
 from regionfocus.adapters.backends.base import Message, ToolCall, UnfinishedReply, finished_text
-from regionfocus.adapters.backends.hosted_base import HostedBackend, Read, Wire, parts_of, token_fields
+from regionfocus.adapters.backends.hosted_base import Blob, HostedBackend, Read, Wire, parts_of, token_fields
 from regionfocus.adapters.backends.retry import Failure, hint_from_headers
+from regionfocus.resample import bicubic
+
+log = logging.getLogger(__name__)
+
+# The Gemini API takes a request of at most 20 MB with its images inline (the limit its image
+# and file pages give for inline data); base64 carries 4 bytes per 3. A few hundred KB stay for
+# the text, and the images of one request share the rest.
+INLINE_LIMIT = 20_000_000
+TEXT_MARGIN = 256_000
 
 FINISHED = frozenset({"STOP"})
 LENGTH = frozenset({"MAX_TOKENS"})
@@ -55,6 +68,7 @@ class GeminiBackend(HostedBackend):
     sdk_module = "google.genai"
     default_key_env = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
     default_base_url = "https://generativelanguage.googleapis.com"
+    _shrink_logged = False
 
     def make_client(self, timeout: float | None = None) -> Any:
         import httpx2
@@ -72,9 +86,38 @@ class GeminiBackend(HostedBackend):
     async def check_model(self, client: Any) -> None:
         await client.aio.models.get(model=self.model)
 
+    def inline_blob(self, image: Image.Image, wire: Wire, budget: int) -> Blob:
+        """``image`` as base64 of at most ``budget`` characters: as captured when it fits, else
+        scaled down (aspect kept, the format unchanged) until it does. Gemini answers in a
+        normalised frame, so the size sent never enters the answer's map; the record keeps it."""
+        blob = self.blob(image, wire)
+        shrunk = image
+        while len(blob.data) > budget and min(shrunk.size) > 16:
+            factor = max(0.25, 0.95 * math.sqrt(budget / len(blob.data)))
+            size = (max(1, int(shrunk.width * factor)), max(1, int(shrunk.height * factor)))
+            shrunk = bicubic(shrunk if shrunk.mode == "RGB" else shrunk.convert("RGB"), size)
+            wire.image_bytes -= len(blob.data)
+            wire.sent.pop()
+            blob = self.blob(shrunk, wire)
+        if shrunk is not image and not self._shrink_logged:
+            self._shrink_logged = True
+            log.warning(
+                "gemini: a %dx%d image is over the %d MB inline request limit as %s; sent at %dx%d "
+                "(each call records the size sent)",
+                image.width,
+                image.height,
+                INLINE_LIMIT // 1_000_000,
+                blob.media_type,
+                shrunk.width,
+                shrunk.height,
+            )
+        return blob
+
     def build(self, messages: Sequence[Message], options: dict[str, Any]) -> Wire:
         options = dict(options)
         wire = Wire({})
+        n_images = sum(1 for m in messages for p in parts_of(m) if p.get("type") == "image")
+        budget = (INLINE_LIMIT - TEXT_MARGIN) // max(1, n_images)
         system: list[str] = []
         contents: list[dict[str, Any]] = []
         for i, message in enumerate(messages):
@@ -85,7 +128,7 @@ class GeminiBackend(HostedBackend):
                 if kind == "text":
                     parts.append({"text": part["text"]})
                 elif kind == "image":
-                    blob = self.blob(part["image"], wire)
+                    blob = self.inline_blob(part["image"], wire, budget)
                     parts.append(
                         {"inline_data": {"mime_type": blob.media_type, "data": base64.b64decode(blob.data)}}
                     )

@@ -211,8 +211,11 @@ class HostedAdapter(VlmAdapter):
     def image_tokens(self, size: tuple[int, int]) -> int:
         """Visual tokens of an image of ``size`` as the provider counts them: the patches of the
         seen image (Claude, OpenAI's patch models), 85 + 170 per 512-px tile of it (OpenAI's
-        tile models), 258 per 768-px tile (Gemini: an estimate; its count depends on
-        ``media_resolution``)."""
+        tile models), a fixed budget per image by ``media_resolution`` (Gemini 3), else 258
+        per 768-px tile (Gemini 2.5: an estimate)."""
+        fixed = (self.rule.image_tokens or {}).get(self.rule.media_resolution or "")
+        if fixed is not None:
+            return int(fixed)
         patches = self.image_rule.patches(size)
         if patches is not None:
             return patches

@@ -179,7 +179,7 @@ class ModelRule:
             return {"thinking": {"type": "adaptive"}, "output_config": {"effort": word}}
         if kind == "anthropic-budget":
             if word == "off":
-                return {"thinking": {"type": "disabled"}}
+                return {}  # thinking is off unless the request asks for it (the API's default)
             budget = int(word)
             if not 1024 <= budget < max_tokens:
                 raise ValueError(
