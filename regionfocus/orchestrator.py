@@ -67,8 +67,10 @@ class RegionFocus:
         if getattr(self.proposer, "needs_focal", True):
             focal, result.focal_source = await self._focal_point(screenshot, query, history, calls)
             if focal is None:
-                focal = fallback_point or Point(size[0] / 2, size[1] / 2)
-                result.focal_source = "fallback-prediction" if fallback_point else "fallback-center"
+                # A rejected prediction off the screen (another frame's numbers) centres nothing.
+                usable = fallback_point is not None and within_image(fallback_point, size)
+                focal = fallback_point if usable else Point(size[0] / 2, size[1] / 2)
+                result.focal_source = "fallback-prediction" if usable else "fallback-center"
             result.focal = clamp_point(focal, size)
 
         ctx = ProposalContext(screenshot, result.focal, query, self.model, elements=query.elements)
@@ -96,9 +98,14 @@ class RegionFocus:
         for i, (view, reply) in enumerate(zip(shown, replies, strict=True)):
             if reply is None or reply.action is None:
                 continue
-            action = reply.action.map_points(
-                lambda p, t=view.transform: clamp_point(t.view_to_screen(p), size)
-            )
+            t = view.transform
+            shown_size = (t.box.width * t.scale_x, t.box.height * t.scale_y)
+            if not all(within_image(p, shown_size) for p in reply.action.points):
+                # A point off the view it answers about (another frame's numbers): a wrong answer,
+                # kept in the trace where it points, never moved onto the screen as a candidate.
+                result.dropped.append(Candidate(reply.action.map_points(t.view_to_screen), [i]))
+                continue
+            action = reply.action.map_points(lambda p, t=t: clamp_point(t.view_to_screen(p), size))
             # Grounding is point-only: a view that answers "type" or "finished" names no target.
             bucket = (
                 result.dropped if query.mode == "grounding" and action.point is None else result.candidates
@@ -159,6 +166,19 @@ class RegionFocus:
             # Some models answer the focal request with an action; its point is as good.
             if point is None and reply.action is not None:
                 point = reply.action.point
-            if point is not None:
+            # A point off the screenshot (another frame's numbers) is no focal point: asked again.
+            if point is not None and within_image(point, screenshot.size):
                 return point, "model" if attempt == 0 else "model-retry"
         return None, "none"
+
+
+# How far past an edge a point still counts as on the image (then clamped onto it), as a
+# fraction of the image's long side: a model writes 1000 on a 0-999 grid, or a pixel past the
+# border; further out it answered in another frame (pixels where 0-1 or 0-1000 was asked).
+EDGE_SLACK = 0.01
+
+
+def within_image(point: Point, size: tuple[float, float]) -> bool:
+    """Whether ``point`` lies on an image of ``size`` = (W, H), up to :data:`EDGE_SLACK`."""
+    slack = EDGE_SLACK * max(size)
+    return -slack <= point.x <= size[0] + slack and -slack <= point.y <= size[1] + slack

@@ -290,6 +290,11 @@ def draw_stars(
         points = [Point(p.x / k[0], p.y / k[1]) for p in points]
     else:
         whole = (int(frame[0]), int(frame[1])) if frame is not None else out.size
+    # A point far off the image (an answer in another frame) shows nothing; held within one
+    # image of its edge, so no drawing coordinate overflows Pillow's 32-bit ones.
+    points = [
+        Point(min(max(p.x, -whole[0]), 2 * whole[0]), min(max(p.y, -whole[1]), 2 * whole[1])) for p in points
+    ]
     full = Style.of(whole, scale)
     pen = _Pen(out, Style.of(out.size, scale, whole) if k != (1.0, 1.0) else full, full, k, origin)
     layout = plan(whole, points, names, full, magnify)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
 from PIL import Image
 
-from .geometry import Box, ViewTransform
+from .geometry import Box, ViewTransform, shift_box_inside
 from .resample import lanczos
 
 
@@ -50,7 +51,8 @@ def crop_view(
     max_zoom: float = 4.0,
     fit: Fit | None = None,
 ) -> View:
-    """Crop ``box`` (snapped outward to whole pixels) and Lanczos-upsample it toward ``target``
+    """Crop ``box`` (shifted inside the image if it sticks out, snapped outward to whole pixels)
+    and Lanczos-upsample it toward ``target``
     (:func:`regionfocus.resample.lanczos`: within 40 dB PSNR of Pillow's).
 
     ``fit``: (W, H) -> the (W, H) the model actually sees for an image of that size (a model's
@@ -60,11 +62,11 @@ def crop_view(
     output size (per axis), so mapping a view pixel back is exact rather than approximately right.
     """
     w, h = image.size
-    left, top = max(0, int(box.left)), max(0, int(box.top))
-    right, bottom = (
-        min(w, max(left + 1, int(-(-box.right // 1)))),
-        min(h, max(top + 1, int(-(-box.bottom // 1)))),
-    )
+    # A box past an edge (a focal point or an element off the screen) is shifted inside first,
+    # as the proposers do, then snapped: the crop always holds at least one pixel of the image.
+    box = shift_box_inside(box, (w, h))
+    left, top = min(math.floor(box.left), w - 1), min(math.floor(box.top), h - 1)
+    right, bottom = max(left + 1, min(w, math.ceil(box.right))), max(top + 1, min(h, math.ceil(box.bottom)))
     crop_box = Box(left, top, right, bottom)
     scale = zoom_scale(crop_box, target, max_zoom)
     out_w, out_h = max(1, round(crop_box.width * scale)), max(1, round(crop_box.height * scale))

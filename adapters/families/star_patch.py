@@ -32,8 +32,10 @@ def starred_patch(
     right, bottom = max(b.right for b in ext), max(b.bottom for b in ext)
     # Output pixels the stars can reach (bicubic support: 2 output pixels each side), and the
     # full-resolution pixels their filters read (2 / s each side, plus a pixel for rounding).
-    ml, mt = max(0, int(left * sx) - 3), max(0, int(top * sy) - 3)
-    mr, mb = min(mw, int(right * sx) + 4), min(mh, int(bottom * sy) + 4)
+    # Kept on the image, one pixel at least: a star off the screen (a point in another frame)
+    # changes nothing, and the patch is then the plain resample of an edge pixel.
+    ml, mt = min(max(0, int(left * sx) - 3), mw - 1), min(max(0, int(top * sy) - 3), mh - 1)
+    mr, mb = max(ml + 1, min(mw, int(right * sx) + 4)), max(mt + 1, min(mh, int(bottom * sy) + 4))
     cx, cy = int(2 / sx) + 2, int(2 / sy) + 2
     fl, ft = max(0, int(ml / sx) - cx), max(0, int(mt / sy) - cy)
     fr, fb = min(W, int(mr / sx) + cx + 1), min(H, int(mb / sy) + cy + 1)

@@ -67,9 +67,10 @@ def enforce_min_size(box: Box, min_size: float, size: tuple[int, int]) -> Box:
 class PredictRegionProposer:
     """The paper's "predict-region" ablation: the model outputs the corners of one box.
 
-    As the paper runs it: no focal request first and no hint; the box is the model's alone.
-    No usable box means no views: the round fails and says so (no silent fallback to fixed
-    ratios, which would measure the default method under the ablation's name).
+    As the paper runs it: no focal request first and no hint; the box is the model's alone,
+    clipped to the screenshot. No usable box (none, or none of it on the screenshot) means no
+    views: the round fails and says so (no silent fallback to fixed ratios, which would measure
+    the default method under the ablation's name).
     """
 
     name = "predict-region"
@@ -83,6 +84,15 @@ class PredictRegionProposer:
             raise ValueError("predict-region needs the model")
         reply = await ctx.model.propose_box(ctx.screenshot, ctx.query, None)
         ctx.replies.append(("propose_box", reply))
-        if reply.box is None or reply.box.area <= 1:
+        # The part of the box on the screenshot: one off it (another frame's numbers) is no box.
+        box = clip_box(reply.box, ctx.screenshot.size) if reply.box is not None else None
+        if box is None or box.area <= 1:
             return []
-        return [enforce_min_size(reply.box, self.min_size, ctx.screenshot.size)]
+        return [enforce_min_size(box, self.min_size, ctx.screenshot.size)]
+
+
+def clip_box(box: Box, size: tuple[int, int]) -> Box | None:
+    """The part of ``box`` inside an image of ``size`` = (W, H), or None when none is."""
+    left, top = max(box.left, 0.0), max(box.top, 0.0)
+    right, bottom = min(box.right, float(size[0])), min(box.bottom, float(size[1]))
+    return Box(left, top, right, bottom) if left < right and top < bottom else None
