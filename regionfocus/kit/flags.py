@@ -34,12 +34,16 @@ def whole(minimum: int = 1, maximum: int | None = None) -> Callable[[str], int]:
     return parse
 
 
+def _finite(value: str) -> float:
+    try:
+        return float(value)
+    except ValueError:
+        return math.nan
+
+
 def positive(value: str) -> float:
     """An argparse ``type``: a finite number > 0 (seconds, a scale)."""
-    try:
-        x = float(value)
-    except ValueError:
-        x = math.nan
+    x = _finite(value)
     if not (math.isfinite(x) and x > 0):
         raise argparse.ArgumentTypeError(f"must be a number > 0, got {value!r}")
     return x
@@ -47,10 +51,7 @@ def positive(value: str) -> float:
 
 def non_negative(value: str) -> float:
     """An argparse ``type``: a finite number >= 0 (a temperature)."""
-    try:
-        x = float(value)
-    except ValueError:
-        x = math.nan
+    x = _finite(value)
     if not (math.isfinite(x) and x >= 0):
         raise argparse.ArgumentTypeError(f"must be a number >= 0, got {value!r}")
     return x
