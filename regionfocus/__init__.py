@@ -18,6 +18,7 @@ from .stars import draw_boxes, draw_stars
 from .trace import CallRecord, Candidate, RefineResult
 from .triggers import Effect
 from .views import StaticViews, View, ViewSource, crop_view
+from .wrapper import FocusWrapper, Observed
 
 __all__ = [
     "A11yElement",
@@ -32,9 +33,11 @@ __all__ = [
     "DEFAULT_RATIOS",
     "Effect",
     "FixedRatioProposer",
+    "FocusWrapper",
     "GroundingModel",
     "LiveDecision",
     "ModelReply",
+    "Observed",
     "Option",
     "Point",
     "PredictRegionProposer",

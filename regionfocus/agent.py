@@ -2,9 +2,9 @@
 
 Static mode (ScreenSpot-Pro): predict, self-judge, refine on rejection.
 Live mode (WebVoyager): act, execute (the caller does), observe the effect; a point action that
-changed nothing, a repeated action or an unparseable answer triggers a round. History stars
-mark the RegionFocus choices that failed on the current screen (as in the paper) and are
-cleared by the first action that takes effect.
+changed nothing, a repeated action or an unparseable answer triggers a round. The live
+bookkeeping (triggers, history stars, round caps) is :class:`~regionfocus.wrapper.FocusWrapper`'s,
+with the agent's own model as the actor it wraps.
 """
 
 from __future__ import annotations
@@ -14,22 +14,27 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from PIL import Image
 
-from .actions import Action, click
+from .actions import Action
 from .config import RegionFocusConfig
 from .geometry import Point
 from .model import GroundingModel, Query, Verdict
-from .orchestrator import RegionFocus
-from .screen import same_screen, screen_signature
-from .stars import mark_for_model
 from .trace import CallRecord, RefineResult, record_call
-from .triggers import Effect, NoAction, NoEffect, NoTarget, Repeat, SelfJudge, TriggerState, any_of
+from .triggers import CLICK_TYPES, Effect, SelfJudge, TriggerState
 from .views import ViewSource
+from .wrapper import FocusWrapper, LiveDecision, Observed, judge_point
 
 if TYPE_CHECKING:  # the strategies package imports this module
     from .strategies.protocol import Strategy
+
+__all__ = ["LiveDecision", "RegionFocusAgent", "StaticPrediction", "is_click"]
+
+
+def is_click(action: Action | None) -> bool:
+    """A grounding answer: a click of any button at a point. A scroll, hover or typing at the
+    target names a place but is not a click on it."""
+    return action is not None and action.point is not None and action.type in CLICK_TYPES
 
 
 @dataclass
@@ -43,7 +48,9 @@ class StaticPrediction:
     rounds: list[RefineResult] = field(default_factory=list)
     calls: list[CallRecord] = field(default_factory=list)
     wall_s: float = 0.0
-    baseline_non_point: Action | None = None  # the agent's answer when it named no point
+    # The agent's answer when it was no click: no point (typing, a key, finishing), or a point
+    # action that is not a click (a scroll, a hover, typing at the target).
+    baseline_non_point: Action | None = None
 
     @property
     def all_calls(self) -> list[CallRecord]:
@@ -62,8 +69,18 @@ class StaticPrediction:
         the sample is partial, not ok."""
         return [c for c in self.all_calls if c.error]
 
+    @property
+    def error(self) -> str | None:
+        """Why a :attr:`failed` sample failed: its first failed call, named; None otherwise."""
+        if not self.failed:
+            return None
+        first = self.lost_calls[0]
+        return f"{first.kind} call failed: {first.error}"
+
     def to_dict(self) -> dict[str, Any]:
         return {
+            "failed": self.failed,
+            "error": self.error,
             "baseline": self.baseline.to_dict() if self.baseline else None,
             "final": self.final.to_dict() if self.final else None,
             "verdict": self.verdict.value if self.verdict else None,
@@ -72,37 +89,6 @@ class StaticPrediction:
             "rounds": [r.to_dict() for r in self.rounds],
             "calls": [c.to_dict() for c in self.calls],
             "wall_s": round(self.wall_s, 4),
-        }
-
-
-@dataclass
-class LiveDecision:
-    """What the agent decided for one live step. ``source``: "agent" or "regionfocus"."""
-
-    action: Action | None
-    source: str
-    text: str
-    trigger: str | None = None
-    round: RefineResult | None = None
-    calls: list[CallRecord] = field(default_factory=list)
-
-    @property
-    def all_calls(self) -> list[CallRecord]:
-        return self.calls + (self.round.calls if self.round else [])
-
-    @property
-    def lost_calls(self) -> list[CallRecord]:
-        """Calls of this step that failed (a step whose round lost calls is partial)."""
-        return [c for c in self.all_calls if c.error]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "action": self.action.to_dict() if self.action else None,
-            "source": self.source,
-            "text": self.text,
-            "trigger": self.trigger,
-            "round": self.round.to_dict() if self.round else None,
-            "calls": [c.to_dict() for c in self.calls],
         }
 
 
@@ -121,22 +107,37 @@ class RegionFocusAgent:
         """``refiner``: live mode, another test-time strategy (:mod:`regionfocus.strategies`) run
         when a trigger fires, in place of a RegionFocus round; it starts from the action that
         failed (or was about to) and grounds the task's instruction (no history stars)."""
-        self.model = model
-        self.config = config or RegionFocusConfig()
-        self.enabled = enabled
-        self.regionfocus = RegionFocus(model, self.config)
-        self.refiner = refiner
-        self.reset()
+        # Our loop reports every effect with observe(): nothing is inferred from pixels.
+        self.wrapper = FocusWrapper(model, config, enabled=enabled, refiner=refiner, infer=False)
+
+    # The model, the config, the round and the live state are the wrapper's: one copy.
+    model = property(lambda self: self.wrapper.model)
+    config = property(lambda self: self.wrapper.config)
+    enabled = property(lambda self: self.wrapper.enabled)
+    refiner = property(lambda self: self.wrapper.refiner)
+    regionfocus = property(lambda self: self.wrapper.regionfocus)
+    history = property(lambda self: self.wrapper.history, doc="failed RegionFocus points on this screen")
+    recent = property(lambda self: self.wrapper.recent, doc="actions executed on the current screen")
+    last_effect = property(lambda self: self.wrapper.last_effect)
+    rounds_on_screen = property(lambda self: self.wrapper.rounds_on_screen)
+    rounds_total = property(lambda self: self.wrapper.rounds_total)
 
     # ---------------------------------------------------------------- static mode
     async def predict(self, screenshot: Image.Image, instruction: str) -> StaticPrediction:
         """Ground one instruction on a static screenshot (baseline and RegionFocus in one pass).
 
-        Grounding is point-only: a baseline answer without a point (type, key, finished, a scroll
-        without a point) counts as no action and triggers a round, and the final answer is a
-        point action or None. Round 1 asks for the focal point on the unannotated screenshot:
-        the rejected baseline is not starred (``star_baseline`` restores that variant); a later
-        round stars the RegionFocus choices the judge rejected.
+        Grounding answers are clicks (:func:`is_click`): any other answer (type, key, finished,
+        and a scroll, hover or typing at a point) is kept in ``baseline_non_point``, counts as
+        no action and triggers a round. Round 1 asks for the focal point on the unannotated
+        screenshot: the rejected baseline is not starred (``star_baseline`` restores that
+        variant); a later round stars the RegionFocus choices the judge rejected.
+
+        A baseline call that failed (transport, provider, after the backend's own retries) ends
+        the sample at once: no judge and no round against a provider that did not answer. The
+        result is returned, not raised, with :attr:`StaticPrediction.failed` True and
+        :attr:`StaticPrediction.error` naming the cause, so a harness records the sample as an
+        error and keeps it in the denominator (an answer that merely did not parse is no
+        failure: it triggers a round).
         """
         t0 = time.perf_counter()
         cfg = self.config
@@ -144,11 +145,11 @@ class RegionFocusAgent:
         calls: list[CallRecord] = []
         reply = await record_call(calls, "act", self.model.act(screenshot, query))
         answered = reply.action if reply else None
-        baseline = answered if answered is not None and answered.point is not None else None
+        baseline = answered if is_click(answered) else None
         result = StaticPrediction(baseline, baseline, None, None, calls=calls)
         if answered is not None and baseline is None:
             result.baseline_non_point = answered
-        if not self.enabled or cfg.static_trigger == "never":
+        if reply is None or not self.enabled or cfg.static_trigger == "never":
             result.wall_s = time.perf_counter() - t0
             return result
 
@@ -194,120 +195,29 @@ class RegionFocusAgent:
     async def _judge(
         self, screenshot: Image.Image, query: Query, point: Point, calls: list[CallRecord]
     ) -> Verdict:
-        image = await mark_for_model(self.model, screenshot, [point], [""], scale=self.config.star_scale)
-        reply = await record_call(calls, "judge", self.model.judge(image, query, point))
-        return reply.verdict if reply and reply.verdict else Verdict.UNKNOWN
+        return await judge_point(self.model, screenshot, query, point, calls, self.config.star_scale)
 
     # ---------------------------------------------------------------- live mode
     def reset(self) -> None:
         """Forget everything about the current task (call between tasks)."""
-        self.history: list[Point] = []  # failed points on the current screen (stars)
-        self.recent: list[Action] = []  # actions executed on the current screen
-        self.last_effect: Effect | None = None
-        self.rounds_on_screen = 0
-        self.rounds_total = 0
-        self._signature: np.ndarray | None = None
-        self._last_source: str | None = None  # who chose the action the caller will execute
-
-    def _new_screen(self) -> None:
-        self.history.clear()
-        self.recent.clear()
-        self.last_effect = None
-        self.rounds_on_screen = 0
-
-    def _may_refine(self) -> bool:
-        cfg = self.config
-        return (
-            self.enabled
-            and (cfg.max_rounds_per_screen is None or self.rounds_on_screen < cfg.max_rounds_per_screen)
-            and (cfg.max_rounds_per_task is None or self.rounds_total < cfg.max_rounds_per_task)
-        )
+        self.wrapper.reset()
 
     async def step(
         self, screenshot: Image.Image, query: Query, views: ViewSource | None = None
     ) -> LiveDecision:
         """Decide the next action on the current screen. The caller executes it and reports
-        the effect with :meth:`observe`."""
-        decision = await self._decide(screenshot, query, views)
-        self._last_source = decision.source
+        the effect with :meth:`observe`. When the last point action changed nothing the model
+        is not asked: a round decides the step (:meth:`FocusWrapper.pending`)."""
+        obs = Observed(screenshot, url=query.url or None)
+        calls: list[CallRecord] = []
+        proposed, text = None, ""
+        if self.wrapper.pending(obs) is None:
+            reply = await record_call(calls, "act", self.model.act(screenshot, query))
+            proposed, text = (reply.action, reply.text) if reply else (None, "")
+        decision = await self.wrapper.step(obs, proposed, text=text, query=query, views=views)
+        decision.calls[:0] = calls
         return decision
 
-    async def _decide(self, screenshot: Image.Image, query: Query, views: ViewSource | None) -> LiveDecision:
-        signature = screen_signature(screenshot)
-        if self._signature is not None and not same_screen(signature, self._signature):
-            self._new_screen()
-        self._signature = signature
-
-        if self._may_refine() and NoEffect().fires(TriggerState(None, self.recent, self.last_effect)):
-            rnd = await self._refine(screenshot, query, views, "no-effect", self.recent[-1].point)
-            return LiveDecision(rnd.action, "regionfocus", "", "no-effect", rnd)
-
-        calls: list[CallRecord] = []
-        reply = await record_call(calls, "act", self.model.act(screenshot, query))
-        proposed = reply.action if reply else None
-        text = reply.text if reply else ""
-        cfg = self.config
-        triggers = [NoAction(), Repeat(cfg.repeat_k, cfg.repeat_radius)]
-        if cfg.no_target_trigger:
-            triggers.append(NoTarget())
-        state = TriggerState(proposed, self.recent, elements=query.elements)
-        trigger = any_of(triggers, state)
-        if trigger and self._may_refine():
-            repeated = trigger == "repeat" and proposed is not None and proposed.point is not None
-            if repeated and cfg.star_agent_failures:
-                self._remember(proposed.point)
-            rnd = await self._refine(screenshot, query, views, trigger, proposed.point if proposed else None)
-            if rnd.action is not None:
-                return LiveDecision(rnd.action, "regionfocus", text, trigger, rnd, calls)
-            return LiveDecision(proposed, "agent", text, trigger, rnd, calls)
-        return LiveDecision(proposed, "agent", text, None, None, calls)
-
-    async def _refine(self, screenshot, query, views, trigger, fallback) -> RefineResult:
-        self.rounds_on_screen += 1
-        self.rounds_total += 1
-        if self.refiner is not None:
-            start = click(fallback.x, fallback.y) if fallback is not None else None
-            res = await self.refiner.run(self.model, screenshot, query.instruction, start, views=views)
-            return RefineResult(
-                trigger,
-                res.action if res.action is not start else None,  # nothing better found: no choice
-                None,
-                f"strategy:{res.strategy}",
-                [],
-                [],
-                [],
-                [],
-                None,
-                "strategy",
-                list(self.history),
-                list(res.calls),
-                failure=None if res.action is not start else "; ".join(res.notes) or "no better point",
-                wall_s=res.wall_s,
-            )
-        return await self.regionfocus.refine(
-            screenshot,
-            query,
-            history=list(self.history),
-            views=views,
-            trigger=trigger,
-            fallback_point=fallback,
-        )
-
     def observe(self, action: Action | None, effect: Effect) -> None:
-        """Record the effect of the executed ``action``. An effective action clears the stars;
-        a RegionFocus choice that changed nothing becomes a star (the base agent's own
-        no-effect actions too, with ``star_agent_failures``)."""
-        if action is None:
-            return
-        if effect.changed:
-            self._new_screen()
-        elif action.is_point_action and (
-            self._last_source == "regionfocus" or self.config.star_agent_failures
-        ):
-            self._remember(action.point)
-        self.recent.append(action)
-        self.last_effect = effect
-
-    def _remember(self, point: Point) -> None:
-        if all(point.distance(p) > self.config.merge_radius for p in self.history):
-            self.history.append(point)
+        """Record the effect of the executed ``action`` (:meth:`FocusWrapper.observe`)."""
+        self.wrapper.observe(action, effect)

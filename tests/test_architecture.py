@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-PACKAGES = ("regionfocus", "adapters", "screenspot_pro", "webvoyager", "aitz")  # the folders (= layers)
+# the folders (= layers)
+PACKAGES = ("regionfocus", "adapters", "screenspot_pro", "webvoyager", "aitz", "plugins")
 PREFIX = "regionfocus"  # the import name every folder installs under
 KIT = "regionfocus.kit"  # inside the core's folder, a layer of its own: what harnesses share
 # layer -> the layers of ours it may import (itself always). The algorithm imports no kit.
@@ -30,6 +31,8 @@ ALLOWED = {
     "screenspot_pro": {"regionfocus", "kit", "adapters"},
     "webvoyager": {"regionfocus", "kit", "adapters"},
     "aitz": {"regionfocus", "kit", "adapters"},
+    # Plug-ins into other frameworks: harness-level, and nothing of ours imports them.
+    "plugins": {"regionfocus", "kit", "adapters"},
 }
 
 
@@ -246,6 +249,15 @@ CLEAN = {
         (
             {"screenspot_pro/bad.py": "import regionfocus.webvoyager.browser\n"},
             "screenspot_pro must not import webvoyager",
+        ),
+        ({"adapters/bad.py": "from regionfocus.plugins import Focus\n"}, "adapters must not import plugins"),
+        (
+            {"regionfocus/bad.py": "from regionfocus.plugins import Focus\n"},
+            "regionfocus must not import plugins",
+        ),
+        (
+            {"plugins/bad.py": "from regionfocus.webvoyager.browser import Browser\n"},
+            "plugins must not import webvoyager",
         ),
         (
             {

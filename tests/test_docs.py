@@ -130,7 +130,7 @@ def test_python_blocks_run_as_written(page: Path, tmp_path: Path):
 
 # ------------------------------------------------------------------------------ the site
 _PATH = re.compile(
-    r"`((?:regionfocus|adapters|screenspot_pro|webvoyager|aitz|benchmarks|scripts|tests)/[\w/.-]+)`"
+    r"`((?:regionfocus|adapters|screenspot_pro|webvoyager|aitz|plugins|benchmarks|scripts|tests)/[\w/.-]+)`"
 )
 _DOTTED = re.compile(r"`(regionfocus(?:\.\w+)+)`")
 # Names that are not modules: the entry-point group of subcommands.
@@ -140,6 +140,7 @@ _INSTALLED = {
     "regionfocus.screenspot_pro": "screenspot_pro",
     "regionfocus.webvoyager": "webvoyager",
     "regionfocus.aitz": "aitz",
+    "regionfocus.plugins": "plugins",
 }
 
 
