@@ -150,7 +150,9 @@ class LensVLM:
         t = blob(image, GREEN)
         if t is None:
             return '{"action": "recrop", "candidate_id": "", "x": 0, "y": 0, "reasoning": "not here"}'
-        x, y = self.out((t[0] + t[2]) / 2, (t[1] + t[3]) / 2, image)
+        cx, cy = (t[0] + t[2]) / 2, (t[1] + t[3]) / 2
+        # screenshot pixels ("original") are a crop habit; a click is in the displayed crop's
+        x, y = [round(cx, 1), round(cy, 1)] if self.frame == "original" else self.out(cx, cy, image)
         key = f'"point_2d": [{x}, {y}]' if self.frame == "normalized" else f'"x": {x}, "y": {y}'
         return f'Clicking the centre of the Save button.\n{{"action": "click", "candidate_id": "", {key}, "target_visible_element": "Save", "confidence": 0.9, "reasoning": "centre"}}'  # fmt: skip
 
@@ -667,9 +669,10 @@ def lens_server():
 @pytest.mark.slow
 @pytest.mark.parametrize("family", ["qwen2.5-vl", "qwen3-vl"])
 def test_a_served_family_over_http_sees_each_crop_at_its_own_size(lens_server, family):
-    """Qwen2.5-VL (pixels of the resized image) and Qwen3-VL (0-1000) through their adapters and
-    the OpenAI backend: the harness's options give Qwen3-VL the normalised override; every crop
-    reaches the server at the size it was rendered (no second resize), and the click maps back."""
+    """Qwen2.5-VL (pixels of the resized image) and Qwen3-VL (0-1000, with the one official
+    config that asks for 0-1000: the harness never picks coordinates from the adapter) through
+    their adapters and the OpenAI backend: every crop reaches the server at the size it was
+    rendered (no second resize), the review's four crops in one request, and the click maps back."""
     from regionfocus.adapters.backends.openai_http import OpenAIBackend
     from regionfocus.adapters.families.qwen import Qwen3Adapter, Qwen25Adapter
     from regionfocus.screenspot_pro.strategies import perception_options
@@ -679,9 +682,10 @@ def test_a_served_family_over_http_sees_each_crop_at_its_own_size(lens_server, f
     cls = Qwen25Adapter if family == "qwen2.5-vl" else Qwen3Adapter
     model = cls(OpenAIBackend([srv.base_url], model="m", max_retries=0))
     options = perception_options("gui-lens", model)
-    assert callable(options["hints"])
-    assert options.get("coords", "pixels") == ("normalized" if family == "qwen3-vl" else "pixels")
+    assert callable(options["hints"]) and "coords" not in options
     options["hints"] = None  # the perception itself has its own test; here the frames matter
+    if family == "qwen3-vl":
+        options["config"] = "sspro_stack_zoom_m3"
     state["model"] = LensVLM(frame="normalized" if family == "qwen3-vl" else "pixels")
     srv.reset_stats()
     res = asyncio.run(get_strategy("gui-lens", **options).run(model, SCREEN, INSTR, None))
@@ -692,6 +696,7 @@ def test_a_served_family_over_http_sees_each_crop_at_its_own_size(lens_server, f
     assert all(c.prompt_tokens and c.endpoint == srv.base_url for c in res.calls)
     kinds = state["model"].kinds()
     assert kinds[:2] == ["crop", "gate"] and kinds[-2:] == ["click", "review"]
+    assert len(request_images(srv.stats.bodies[-1])) == len(state["model"].asked[-1].images) > 1
 
 
 # ------------------------------------------------------------------ the real perception and agent
@@ -773,9 +778,10 @@ def test_the_cli_runs_gui_lens_with_the_ocr_agent_on_built_data(tmp_path):
     ("provider", "model"), [("anthropic", "claude-opus-4-7"), ("gemini", "gemini-2.5-flash")]
 )
 def test_a_hosted_family_runs_gui_lens_through_its_sdk(provider, model, monkeypatch):
-    """Claude (pixels of the image it saw) and Gemini (0-1000, so the harness gives it the
-    normalised override) through their providers' SDKs against a local server speaking each
-    wire format: every crop arrives at the size that model sees, and the click maps back."""
+    """Claude (pixels of the image it saw) and Gemini (0-1000, run with the config that asks
+    for 0-1000) through their providers' SDKs against a local server speaking each wire format:
+    every crop arrives at the size that model sees, the review's crops in one request, and the
+    click maps back."""
     from regionfocus.adapters.families.hosted import build_hosted
     from regionfocus.screenspot_pro.strategies import perception_options
 
@@ -790,7 +796,9 @@ def test_a_hosted_family_runs_gui_lens_through_its_sdk(provider, model, monkeypa
             "claude" if provider == "anthropic" else "gemini", model=model, base_url=srv.base_url
         )
         options = {**perception_options("gui-lens", adapter), "hints": None}
-        assert options.get("coords", "pixels") == ("pixels" if provider == "anthropic" else "normalized")
+        assert "coords" not in options
+        if provider == "gemini":
+            options["config"] = "sspro_stack_zoom_m3"
 
         async def go():
             try:
@@ -804,4 +812,5 @@ def test_a_hosted_family_runs_gui_lens_through_its_sdk(provider, model, monkeypa
     assert sent[0] == adapter.input_size((W, H))
     assert TARGET.contains(res.point), res.steps
     assert lens.kinds()[:2] == ["crop", "gate"] and lens.kinds()[-2:] == ["click", "review"]
+    assert len(lens.asked[-1].images) > 1  # the review's crops, in one request
     assert all(c.prompt_tokens is not None and c.error is None for c in res.calls)

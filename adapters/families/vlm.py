@@ -548,6 +548,30 @@ class VlmAdapter(RoundRequests):
         answer, _, usage = await self.ask(Prompt(messages))
         return ModelReply(answer, usage=usage)
 
+    async def chat_images(self, images: Sequence[Image.Image], text: str) -> ModelReply:
+        """A free-form question about several images in one request (GUI-Lens's review): the
+        request :meth:`chat` sends, every image where it puts its one, in order, each at the
+        size the model sees. Every backend here carries several images in a message (vLLM up
+        to ``--limit-mm-per-prompt``, 5 with this project's serve flags)."""
+        if not images:
+            return await self.chat(None, text)
+        resized = [await self.model_image(im) for im in images]
+        messages = self.own_messages(resized[0], text)
+        out: list[Message] = []
+        for m in messages:
+            content = m.get("content")
+            if isinstance(content, list) and any(p.get("image") is resized[0] for p in content):
+                parts: list[dict[str, Any]] = []
+                for p in content:
+                    if p.get("image") is resized[0]:
+                        parts += [{**p, "image": im} for im in resized]
+                    else:
+                        parts.append(p)
+                m = {**m, "content": parts}
+            out.append(m)
+        answer, _, usage = await self.ask(Prompt(out))
+        return ModelReply(answer, usage=usage)
+
 
 def _sum_or_none(values: Sequence[int | None]) -> int | None:
     return sum(v for v in values if v is not None) if any(v is not None for v in values) else None

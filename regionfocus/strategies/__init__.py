@@ -3,7 +3,7 @@
 their registry (listed by the ``regionfocus strategies`` command, :mod:`.cli`).
 
 ``STRATEGIES`` maps a name to a :class:`StrategyInfo` (the paper, the call budget, whether the
-strategy needs sampling or a planner); ``get_strategy(name, **options)`` builds one;
+strategy needs sampling or a planner, the protocol of the published run it reproduces); ``get_strategy(name, **options)`` builds one;
 ``register_strategy`` adds another (a plug-in's own strategy).
 """
 
@@ -48,6 +48,7 @@ class StrategyInfo:
     needs_sampling: bool
     needs_planner: bool
     deterministic: str = "unaffected"
+    protocol: str = ""  # what it sends, for a strategy that reproduces a published run
 
     @classmethod
     def of(cls, factory: Any) -> StrategyInfo:
@@ -59,6 +60,7 @@ class StrategyInfo:
             bool(factory.needs_sampling),
             bool(factory.needs_planner),
             DEGENERATES.get(factory.name, "unaffected"),
+            getattr(factory, "protocol", ""),
         )
 
 

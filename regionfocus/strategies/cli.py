@@ -12,7 +12,8 @@ trace and cost record (each call's image size sent and seen, image tokens as the
 processor counts them, text tokens, latency). Sampling strategies degenerate with a deterministic
 model (temperature 0, or the OCR agent): their n samples would all be the same answer, so they
 take that one answer and say so in the result's notes. Budgets are requests per sample beyond
-the baseline; n and the step limits are parameters.
+the baseline; n and the step limits are parameters. A strategy that reproduces a published run
+says what that run sent ("protocol": coordinates, images per request, reruns, harness).
 
 example:
   regionfocus strategies
@@ -38,6 +39,7 @@ def strategies_command(argv: list[str]) -> int:
             "needs_sampling": i.needs_sampling,
             "needs_planner": i.needs_planner,
             "deterministic_model": i.deterministic,
+            "protocol": i.protocol,
         }
         for i in STRATEGIES.values()
     ]
@@ -53,4 +55,6 @@ def strategies_command(argv: list[str]) -> int:
         print(f"{r['name']:<{width}}  {r['paper']}")
         print(f"{'':<{width}}  calls: {r['calls_per_sample']}")
         print(f"{'':<{width}}  needs: {needs or '-'}; deterministic model: {r['deterministic_model']}")
+        if r["protocol"]:
+            print(f"{'':<{width}}  protocol: {r['protocol']}")
     return 0

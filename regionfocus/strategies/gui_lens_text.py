@@ -243,11 +243,18 @@ def _finite(s: str) -> float:
 _STRICT = json.JSONDecoder(parse_constant=_not_a_number, parse_float=_finite)
 
 
-def read_json(reply: str) -> dict[str, Any] | None:
-    """The answer object of a reply: the first JSON object (strict: no NaN, no Infinity) that
-    names an ``action``, else the first object; None when the reply holds none. Prose, code
-    fences and thinking around it are skipped, as the official ``parse_json`` does."""
+def read_json(reply: str, official: bool = False) -> dict[str, Any] | None:
+    """The answer object of a reply, None when it holds none. ``official`` reads it as the
+    code's ``parse_json`` (Fzkuji/OpenProgram @ 6b44e44,
+    ``openprogram/functions/agentics/json_parsing.py``, which GUI-Agent-Harness imports): the
+    whole reply, else the first fenced block, else the first balanced ``{...}`` that parses; a
+    value that is no object fails there (its ``.get`` raises), so it is None here. Strict (ours):
+    the first object that names an ``action``, else the first object, prose, fences and thinking
+    around it skipped. Both refuse NaN and Infinity and read at most 32 KB."""
     s = reply[:_MAX_REPLY_CHARS] if isinstance(reply, str) else ""
+    if official:
+        found = _parse_json(s)
+        return found if isinstance(found, dict) else None
     first: dict[str, Any] | None = None
     i = s.find("{")
     while i != -1:
@@ -262,6 +269,45 @@ def read_json(reply: str) -> dict[str, Any] | None:
             first = first if first is not None else obj
         i = s.find("{", end)
     return first
+
+
+_NO_VALUE = object()
+_FENCE = re.compile(r"```(?:json)?\s*\n?(.*?)\n?\s*```", re.DOTALL)
+
+
+def _loads(s: str) -> Any:
+    try:
+        return _STRICT.decode(s)
+    except (ValueError, RecursionError):
+        return _NO_VALUE
+
+
+def _parse_json(s: str) -> Any:
+    """``parse_json``'s three tries, in its order (our strict decoder in each)."""
+    for candidate in (s, *(m.group(1) for m in [_FENCE.search(s)] if m)):
+        found = _loads(candidate)
+        if found is not _NO_VALUE:
+            return found
+    start = s.find("{")
+    while start != -1:
+        depth, in_string, escape = 0, False, False
+        for i in range(start, len(s)):
+            c = s[i]
+            if escape:
+                escape = False
+            elif c == "\\":
+                escape = True
+            elif c == '"':
+                in_string = not in_string
+            elif not in_string and c in "{}":
+                depth += 1 if c == "{" else -1
+                if depth == 0:
+                    found = _loads(s[start : i + 1])
+                    if found is not _NO_VALUE:
+                        return found
+                    break
+        start = s.find("{", start + 1)
+    return None
 
 
 def number(v: Any) -> float | None:
@@ -283,8 +329,12 @@ def quad(v: Any) -> list[float] | None:
     return None if any(n is None for n in nums) else nums  # type: ignore[return-value]
 
 
-def flag(v: Any) -> bool:
-    """A yes/no field: JSON true, or the words "true"/"yes" (a model that quotes its booleans)."""
+def flag(v: Any, official: bool = False) -> bool:
+    """A yes/no field. ``official``: as the gate's ``bool(parsed.get(...))`` there, so any
+    non-empty string is yes, "false" included. Strict (ours): JSON true, or the words
+    "true"/"yes" (a model that quotes its booleans)."""
+    if official:
+        return bool(v)
     if isinstance(v, str):
         return v.strip().lower() in ("true", "yes")
     return v is True

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Protocol, runtime_checkable
 
@@ -195,15 +195,16 @@ class Ledger:
     async def call(
         self,
         kind: str,
-        image: Image.Image | None,
+        image: Image.Image | Sequence[Image.Image] | None,
         coro: Awaitable[ModelReply],
         *,
         model: Any = None,
         n: int = 1,
         slot: int | None = None,
     ) -> ModelReply | None:
-        """Await ``coro`` (a request about ``image`` to ``model``, default the ledger's) and
-        record it. A failure is recorded and yields None, as :func:`record_call` does.
+        """Await ``coro`` (a request about ``image`` to ``model``, default the ledger's; a list
+        of images for a request carrying several, costed together) and record it. A failure is
+        recorded and yields None, as :func:`record_call` does.
         ``slot``: a place taken earlier with :meth:`reserve` (keeps the order of concurrent
         calls whose requests are prepared at different speeds)."""
         model = model if model is not None else self.model
@@ -211,7 +212,8 @@ class Ledger:
             slot = self.reserve(kind)
         records: list[CallRecord] = []
         reply = await record_call(records, kind, coro)
-        self.result.calls[slot] = costed(records[0], image.size if image is not None else None, model, n)
+        images = [] if image is None else [image] if isinstance(image, Image.Image) else list(image)
+        self.result.calls[slot] = costed(records[0], [im.size for im in images], model, n)
         return reply
 
     def reserve(self, kind: str) -> int:
@@ -238,14 +240,19 @@ class Ledger:
         return r
 
 
-def costed(rec: CallRecord, size: tuple[int, int] | None, model: Any, n: int = 1) -> CostedCall:
-    """``rec`` with the cost of its image of ``size`` (W, H) to ``model`` (None: no image)."""
+def costed(
+    rec: CallRecord, size: tuple[int, int] | Sequence[tuple[int, int]] | None, model: Any, n: int = 1
+) -> CostedCall:
+    """``rec`` with the cost of its image of ``size`` (W, H) to ``model`` (None or []: no image;
+    a list of sizes: several images, ``image_size``/``seen_size`` the first's, ``image_tokens``
+    their sum)."""
+    sizes = [] if not size else list(size) if isinstance(size[0], (tuple, list)) else [size]
     sent = seen = tokens = text_tokens = None
-    if size is not None:
-        sent = list(size)
+    if sizes:
+        sent = list(sizes[0])
         if callable(getattr(model, "input_size", None)):  # a chat-only planner may not say
-            seen = list(model.input_size(size))
-            tokens = image_tokens(model, size)
+            seen = list(model.input_size(sizes[0]))
+            tokens = sum(image_tokens(model, s) for s in sizes)
     if rec.prompt_tokens is not None and rec.prompt_tokens >= (tokens or 0):
         text_tokens = rec.prompt_tokens - (tokens or 0)
     return CostedCall(
