@@ -54,17 +54,16 @@ def _takes_second(name: str) -> bool:
 
 def perception_options(name: str, model: GroundingModel) -> dict[str, Any]:
     """What a strategy that reads the screen itself gets from the adapters: ``hints`` (OCR lines
-    and detected UI elements, ``adapters/perception/hints.py``; GUI-Lens's evidence lists) and
-    ``coords="normalized"`` for a family that writes 0-1000 (its adapter's ``frame``).
-    {} for every other strategy; explicit options win over these."""
+    and detected UI elements, ``adapters/perception/hints.py``; GUI-Lens's evidence lists).
+    {} for every other strategy; explicit options win over these. The coordinates a strategy
+    asks for are its own (a GUI-Lens preset's are its published run's), never set from the
+    adapter's frame."""
     params = inspect.signature(STRATEGIES[name].factory).parameters
     out: dict[str, Any] = {}
     if "hints" in params:
         from regionfocus.adapters.perception.hints import shared_hints
 
         out["hints"] = shared_hints()
-    if "coords" in params and getattr(model, "frame", None) == "relative":
-        out["coords"] = "normalized"
     return out
 
 
