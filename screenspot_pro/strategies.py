@@ -7,7 +7,7 @@ point scored like the official harness, its cost (requests, completions, image t
 model's processor counts them, text tokens, model seconds, wall seconds) and its trace. From
 the records: ``results_<name>.json`` in the official format, a comparison table (accuracy
 overall, per group and per ui_type, cost per sample, flips against the baseline) and a plot
-of accuracy against calls and against tokens per sample.
+of accuracy against calls, tokens and dollars per sample (:mod:`.figure`).
 
 Costs include the baseline's own request for every row, so rows compare what a user pays.
 """
@@ -19,7 +19,7 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from PIL import Image, ImageDraw, ImageFont
+from PIL import Image
 
 from regionfocus.agent import StaticPrediction
 from regionfocus.kit import stats
@@ -246,8 +246,11 @@ def comparison(records: Sequence[dict[str, Any]], pricing: Pricing | None = None
 
 def _usd_per_sample(costs: Sequence[dict[str, Any]], pricing: Pricing | None) -> float | None:
     """Mean USD per sample; None without a price table, without token counts (a record written
-    before models were costed), or when any sample's tokens have no price."""
+    before models were costed, an agent that reports none), or when any sample's tokens have no
+    price: unknown, never $0."""
     if pricing is None or not costs or any("by_model" not in c for c in costs):
+        return None
+    if not any(c["by_model"] for c in costs):  # no call named a model with tokens (the OCR stand-in)
         return None
     usd = [pricing(c["by_model"]) for c in costs]
     return None if any(u is None for u in usd) else sum(usd) / len(usd)
@@ -373,51 +376,3 @@ def comparison_markdown(rows: Sequence[dict[str, Any]]) -> str:
     lines += ["| " + " | ".join(cells) + " |" for cells in body]
     lines += ["", *comparison_notes(rows)] if comparison_notes(rows) else []
     return "\n".join(lines) + "\n"
-
-
-def plot_png(rows: Sequence[dict[str, Any]], width: int = 1100, height: int = 460) -> Image.Image:
-    """Accuracy against calls per sample, against image + text tokens per sample and, when the
-    run's models have prices, against dollars per sample; one labelled dot per strategy."""
-    panels = [("calls per sample", lambda r: r["calls"]), ("tokens per sample", _tokens_of)]
-    if any(r.get("usd") is not None for r in rows):
-        panels.append(("USD per sample", lambda r: r.get("usd")))
-        width = width * 3 // 2
-    img = Image.new("RGB", (width, height), "white")
-    d = ImageDraw.Draw(img)
-    try:
-        font = ImageFont.truetype("DejaVuSans.ttf", 13)
-    except OSError:
-        font = ImageFont.load_default()
-    pw = (width - 60) // len(panels)
-    for k, (label, xof) in enumerate(panels):
-        x0, y0, x1, y1 = 50 + k * (pw + 20), 20, 50 + k * (pw + 20) + pw - 40, height - 50
-        d.rectangle((x0, y0, x1, y1), outline="#444")
-        pts = [
-            (xof(r), r["accuracy"], r["strategy"])
-            for r in rows
-            if xof(r) is not None and r["accuracy"] is not None
-        ]
-        if not pts:
-            d.text((x0 + 10, y0 + 10), "no data", fill="#888", font=font)
-            continue
-        xmax = max(p[0] for p in pts) * 1.1 or 1.0
-        for tick in range(0, 101, 25):
-            ty = y1 - (y1 - y0) * tick / 100
-            d.line((x0 - 4, ty, x0, ty), fill="#444")
-            d.text((x0 - 34, ty - 7), f"{tick}%", fill="#444", font=font)
-        d.text(((x0 + x1) / 2 - 50, y1 + 18), label, fill="#222", font=font)
-        d.text((x1 - 60, y1 + 4), f"{xmax:.0f}" if xmax >= 10 else f"{xmax:.2g}", fill="#444", font=font)
-        d.text((x0, y1 + 4), "0", fill="#444", font=font)
-        for x, y, name in pts:
-            px = x0 + (x1 - x0) * x / xmax
-            py = y1 - (y1 - y0) * y / 100
-            colour = "#ff1493" if name == REGIONFOCUS else ("#888" if name == BASELINE else "#1f5fbf")
-            d.ellipse((px - 5, py - 5, px + 5, py + 5), fill=colour)
-            d.text((px + 7, py - 8), name, fill="#222", font=font)
-    return img
-
-
-def _tokens_of(row: dict[str, Any]) -> float | None:
-    if row["image_tokens"] is None and row["text_tokens"] is None:
-        return None
-    return (row["image_tokens"] or 0) + (row["text_tokens"] or 0)

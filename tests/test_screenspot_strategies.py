@@ -69,7 +69,7 @@ def test_every_strategy_has_official_results_and_a_row(run: Path):
     with Image.open(run / "strategies.png") as im:
         assert im.size[0] > 500
     page = (run / "report.html").read_text()
-    assert "<h2>Strategies</h2>" in page and "accuracy against calls and tokens per sample" in page
+    assert "<h2>Strategies</h2>" in page and 'alt="accuracy with 95 % intervals against cost' in page
 
 
 def test_resuming_with_other_strategies_stops_with_the_diff(run: Path, capsys):

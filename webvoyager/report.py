@@ -15,7 +15,8 @@ from statistics import mean
 from PIL import Image
 
 from regionfocus.kit import stats
-from regionfocus.kit.report_shell import Overlay, render
+from regionfocus.kit.report_shell import Overlay, data_url, render
+from regionfocus.kit.runlog import atomic_write_bytes
 
 from .rundir import read_json, read_results, run_config, write_json, write_text
 
@@ -182,13 +183,45 @@ def _task(root: Path, rec: dict, default_size: tuple[int, int]) -> dict:
 
 def _overlay(step: dict) -> Overlay:
     """The step's RegionFocus round (boxes, focal point, history and candidate stars) and the
-    executed action's point (red ring), in screenshot pixels."""
+    executed action's point (a ring), in screenshot pixels."""
     out = Overlay.of_round((step.get("decision") or {}).get("round"))
     act = step.get("action") or {}
     for key in ("point", "end_point"):
         if act.get(key):
-            out.marks.append((act[key], "red", ""))
+            out.marks.append((act[key], "action", ""))
     return out
+
+
+FIGURE = "success"  # success.png, .svg, .pdf in the run folder
+
+
+def success_rows(summary: dict) -> list[tuple[str, float, float, float]]:
+    """(site, success %, interval low %, high %) of every site with a scored task, then overall."""
+    rows = [*summary["sites"].items(), ("overall", summary["overall"])]
+    return [
+        (site, 100 * s["success_rate"], 100 * s["success_ci"][0], 100 * s["success_ci"][1])
+        for site, s in rows
+        if s.get("scored") and s.get("success_ci")
+    ]
+
+
+def _write_figure(root: Path, summary: dict, who: str) -> bytes | None:
+    """success.png/.svg/.pdf: each site's success rate with its 95 % interval; the PNG for the
+    page, None when no task is scored (matplotlib is imported here, on the first figure)."""
+    rows = success_rows(summary)
+    if not rows:
+        return None
+    from regionfocus.kit import figures
+
+    n = summary["overall"]["scored"]
+    fig = figures.rates_with_intervals(
+        rows,
+        title=f"WebVoyager: success per site\n{who} · n = {n} scored tasks",
+        xlabel="success (bars: 95 % Wilson interval)",
+        key="success",
+        total_last=True,
+    )
+    return figures.save(fig, root / FIGURE, atomic_write_bytes)["png"]
 
 
 def write_report(run_dir: str | Path) -> Path:
@@ -205,12 +238,14 @@ def write_report(run_dir: str | Path) -> Path:
         for site, s in [*summary["sites"].items(), ("overall", summary["overall"])]
     ]  # fmt: skip
     mode = "+ RegionFocus" if config.get("regionfocus_enabled") else "baseline"
+    png = _write_figure(root, summary, f"{config.get('agent', '?')} ({mode})")
     html = render(
         __package__,
         "report.html",
         title=f"WebVoyager run: {config.get('agent', '?')} — {mode}",
         subtitle=str(root),
         site_rows=site_rows,
+        figure=png and data_url(png, "image/png"),
         sites=sorted({r.get("web_name", "?") for r in records}),
         records=records,
         tasks=[_task(root, r, default_size) for r in records],

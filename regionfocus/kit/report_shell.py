@@ -24,8 +24,30 @@ from typing import Any
 from jinja2 import ChoiceLoader, Environment, PackageLoader, StrictUndefined
 from PIL import Image
 
-STAR_PINK = "#ff1493"
-BOX_COLORS = ("#00aaff", "#ffaa00", "#00c878", "#aa50ff", "#ff3c3c")
+# What an overlay draws, each in one colour: shell.html's ``svg`` draws with these and its
+# ``legend`` shows them with the same drawing macros, so a legend cannot disagree with the marks.
+COLOURS = {
+    "target": "#00c800",  # the ground-truth box
+    "baseline": "#e61e1e",  # the agent's own point (ring "B")
+    "final": "#145aff",  # the point after RegionFocus (ring "F")
+    "action": "#e61e1e",  # an executed action's point (live runs)
+    "focal": "#00c8dc",  # the focal point (cross)
+    "candidate": "#ff1493",  # candidate stars, the model's image-as-map
+    "history": "#888888",  # earlier points without effect (grey stars)
+}
+# The zoomed regions of a round, in turn: orange, purple, brown, olive. None is a colour of
+# COLOURS, so a box never reads as the ground truth, a point or a candidate.
+BOX_COLOURS = ("#ff8c00", "#8c3cdc", "#8b5a2b", "#9a9a00")
+LEGEND = {
+    "target": "ground truth",
+    "baseline": "B baseline point",
+    "final": "F final point",
+    "action": "executed action",
+    "focal": "focal point",
+    "candidate": "candidates (black outline: chosen)",
+    "history": "earlier tries without effect",
+    "boxes": "RegionFocus views, in turn",
+}
 
 
 @cache
@@ -40,7 +62,7 @@ def templates(package: str) -> Environment:
         finalize=lambda v: "" if v is None else v,  # a missing answer shows as nothing, not "None"
     )
     env.filters["num"] = lambda v, digits=1: f"{float(v):.{digits}f}"
-    env.globals.update(star_points=star_points, box_colors=BOX_COLORS, star_pink=STAR_PINK)
+    env.globals.update(star_points=star_points, colours=COLOURS, box_colours=BOX_COLOURS, legend_text=LEGEND)
     return env
 
 
@@ -48,10 +70,14 @@ def render(package: str, name: str, **context: Any) -> str:
     return templates(package).get_template(name).render(**context)
 
 
+def data_url(data: bytes, mime: str) -> str:
+    return f"data:{mime};base64," + base64.b64encode(data).decode("ascii")
+
+
 def jpeg_data_url(image: Image.Image, quality: int = 75) -> str:
     buf = io.BytesIO()
     image.convert("RGB").save(buf, "JPEG", quality=quality, optimize=True)
-    return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+    return data_url(buf.getvalue(), "image/jpeg")
 
 
 def thumbnail(image: Image.Image, width: int) -> Image.Image:
@@ -68,8 +94,9 @@ class Overlay:
 
     ``boxes``: zoomed regions (x0, y0, x1, y1). ``candidates``: (point, label, chosen) drawn as
     pink numbered stars. ``history``: earlier failed points (grey stars). ``focal``: the focal
-    point (cyan cross). ``marks``: (point, colour, label) rings, e.g. a baseline, a final point,
-    an executed click. ``target``: a ground-truth box (green), drawn last so nothing hides it."""
+    point (cyan cross). ``marks``: (point, kind, label) rings, ``kind`` a key of :data:`COLOURS`
+    (a baseline, a final point, an executed action). ``target``: a ground-truth box, drawn last
+    so nothing hides it."""
 
     boxes: list[Sequence[float]] = field(default_factory=list)
     candidates: list[tuple[Sequence[float], str, bool]] = field(default_factory=list)
