@@ -77,6 +77,7 @@ class Said:
     input_tokens: int | None = None
     output_tokens: int = 12
     cached_tokens: int = 0
+    reasoning_tokens: int = 0  # thinking inside the output (OpenAI's details, Gemini's thoughts)
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
     error: dict[str, Any] | None = None
@@ -166,6 +167,13 @@ class Request:
     @property
     def text(self) -> str:
         return "\n".join(_texts(self.provider, self.body))
+
+    @property
+    def budget(self) -> int | None:
+        """The output budget the request carries (thinking included)."""
+        if self.provider == "gemini":
+            return (self.body.get("generationConfig") or {}).get("maxOutputTokens")
+        return self.body.get("max_tokens", self.body.get("max_output_tokens"))
 
     @property
     def tools(self) -> list[dict[str, Any]]:
@@ -347,8 +355,9 @@ class ProviderServer:
                 parts.append({"text": said.text})
             for name, args in said.calls:
                 parts.append({"functionCall": {"name": name, "args": args}})
-            usage = {"promptTokenCount": inp, "candidatesTokenCount": said.output_tokens,
-                     "cachedContentTokenCount": said.cached_tokens, "totalTokenCount": inp + said.output_tokens}  # fmt: skip
+            usage = {"promptTokenCount": inp, "candidatesTokenCount": said.output_tokens - said.reasoning_tokens,
+                     "thoughtsTokenCount": said.reasoning_tokens, "cachedContentTokenCount": said.cached_tokens,
+                     "totalTokenCount": inp + said.output_tokens}  # fmt: skip
             candidate = {
                 "content": {"role": "model", "parts": parts},
                 "finishReason": said.stop or "STOP",
@@ -373,7 +382,8 @@ class ProviderServer:
             "incomplete_details": {"reason": "max_output_tokens"} if status == "incomplete" else None,
             "output": output, "parallel_tool_calls": True, "tool_choice": "auto", "tools": [], "error": None,
             "usage": {"input_tokens": inp, "input_tokens_details": {"cached_tokens": said.cached_tokens},
-                      "output_tokens": said.output_tokens, "output_tokens_details": {"reasoning_tokens": 0},
+                      "output_tokens": said.output_tokens,
+                      "output_tokens_details": {"reasoning_tokens": said.reasoning_tokens},
                       "total_tokens": inp + said.output_tokens},
         }  # fmt: skip
 

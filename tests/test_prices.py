@@ -61,3 +61,44 @@ def test_a_bad_price_file_is_named_with_what_is_wrong(tmp_path, text, complaint)
     with pytest.raises(ValueError, match=re.escape(complaint)) as e:
         prices.load(f)
     assert str(f) in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("model", "rates"),
+    [
+        ("claude-opus-5-5", (4.0, 0.2, 20.0)),  # Anthropic's Opus 5.5 page, not Opus 4.5's $5/$25
+        ("claude-opus-5", (5.0, 0.5, 25.0)),
+        ("claude-sonnet-5", (2.0, 0.2, 10.0)),
+        ("claude-sonnet-5-5-20260928", (2.0, 0.2, 10.0)),
+        ("gpt-5.4-pro", (30.0, None, 180.0)),  # not gpt-5.4's $2.50/$15
+        ("gpt-5.4-nano", (0.2, 0.02, 1.25)),
+        ("gpt-5.4", (2.5, 0.25, 15.0)),
+    ],
+)
+def test_each_model_has_its_own_pages_price(model, rates):
+    p = prices.load().lookup(model)
+    assert (p.rates.input, p.rates.cached_input, p.rates.output) == rates
+
+
+def test_a_price_a_glob_cannot_be_sure_of_is_unknown():
+    table = prices.load()
+    # Future members of a family are not priced at a neighbour's rate.
+    for model in (
+        "claude-opus-5-7",
+        "claude-mythos-5",
+        "gpt-5.4-ultra-x",
+        "gpt-5.5-mini",
+        "claude-sonnet-4-9",
+    ):
+        assert table.lookup(model) is None or table.lookup(model).match != "claude-opus-5*", model
+        assert table.cost({model: {"prompt_tokens": 10, "completion_tokens": 1}}, None) is None, model
+
+
+def test_long_context_tiers_are_data_and_a_long_request_is_not_under_priced():
+    table = prices.load()
+    for model, size in (("claude-sonnet-4-5", 200_000), ("gpt-5.4", 272_000), ("claude-haiku-5-5", 100_000)):
+        p = table.lookup(model)
+        assert p.above_prompt_tokens == size and p.above is not None and p.above.output > p.rates.output
+        long = {model: {"prompt_tokens": size + 1, "completion_tokens": 1, "max_prompt_tokens": size + 1}}
+        assert table.cost(long, None) is None
+        assert f"above {size} prompt tokens" in table.describe({model})[0]

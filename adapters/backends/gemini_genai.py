@@ -69,6 +69,7 @@ class GeminiBackend(HostedBackend):
     default_key_env = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
     default_base_url = "https://generativelanguage.googleapis.com"
     _shrink_logged = False
+    inline_limit = INLINE_LIMIT  # bytes of a request with its images inline
 
     def make_client(self, timeout: float | None = None) -> Any:
         import httpx2
@@ -102,11 +103,11 @@ class GeminiBackend(HostedBackend):
         if shrunk is not image and not self._shrink_logged:
             self._shrink_logged = True
             log.warning(
-                "gemini: a %dx%d image is over the %d MB inline request limit as %s; sent at %dx%d "
+                "gemini: a %dx%d image is over the %g MB inline request limit as %s; sent at %dx%d "
                 "(each call records the size sent)",
                 image.width,
                 image.height,
-                INLINE_LIMIT // 1_000_000,
+                self.inline_limit / 1_000_000,
                 blob.media_type,
                 shrunk.width,
                 shrunk.height,
@@ -117,7 +118,7 @@ class GeminiBackend(HostedBackend):
         options = dict(options)
         wire = Wire({})
         n_images = sum(1 for m in messages for p in parts_of(m) if p.get("type") == "image")
-        budget = (INLINE_LIMIT - TEXT_MARGIN) // max(1, n_images)
+        budget = max(1, self.inline_limit - TEXT_MARGIN) // max(1, n_images)
         system: list[str] = []
         contents: list[dict[str, Any]] = []
         for i, message in enumerate(messages):

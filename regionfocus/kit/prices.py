@@ -40,8 +40,9 @@ class Price:
     match: str
     rates: Rates
     source: str = ""
-    # Past this prompt size the provider bills the whole request at higher rates.
+    # Past this prompt size the provider bills the whole request at higher rates (``above``).
     above_prompt_tokens: int | None = None
+    above: Rates | None = None
 
 
 @dataclass
@@ -86,8 +87,13 @@ class PriceTable:
                 out.append(f"{m}: no price in {self.origin} (cost unknown)")
                 continue
             cached = "" if p.rates.cached_input is None else f", cached input ${p.rates.cached_input:g}"
+            tier = ""
+            if p.above_prompt_tokens is not None:
+                tier = f"; above {p.above_prompt_tokens} prompt tokens " + (
+                    f"${p.above.input:g} input, ${p.above.output:g} output" if p.above else "other rates"
+                )
             out.append(
-                f"{m}: ${p.rates.input:g} input{cached}, ${p.rates.output:g} output per million tokens"
+                f"{m}: ${p.rates.input:g} input{cached}, ${p.rates.output:g} output per million tokens{tier}"
                 + (f" ({p.source})" if p.source else "")
             )
         return out
@@ -119,12 +125,14 @@ def parse(data: Mapping[str, Any], origin: str) -> PriceTable:
         above = e.get("above_prompt_tokens")
         if above is not None and not isinstance(above, int):
             raise ValueError(f"{where}: above_prompt_tokens must be an integer (tokens)")
+        tier = {k.removesuffix("_above"): v for k, v in e.items() if k.endswith("_above")}
         prices.append(
             Price(
                 match=e["match"],
                 rates=_rates(e, where),
                 source=str(e.get("source", "")),
                 above_prompt_tokens=above,
+                above=_rates(tier, f"{where} (the *_above rates)") if tier else None,
             )
         )
     return PriceTable(prices, origin)
