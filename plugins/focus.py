@@ -160,6 +160,7 @@ class Focus:
         tree: str | None = None,
         error: str | None = None,
         ignore: Sequence[Box | Sequence[float]] = (),
+        refine: bool = True,
     ) -> Decision:
         """The action to execute on ``screenshot`` (a PIL image, an H×W×3 uint8 array or PNG
         bytes), given the ``action`` the caller's agent proposed (points in that screenshot's
@@ -167,8 +168,12 @@ class Focus:
         round grounds (the task, or the step's own goal when the agent states one). ``url``,
         ``tree`` (any text form of the accessibility tree or DOM) and ``error`` (the
         environment's error for the last executed action) help tell whether that action changed
-        anything; ``ignore``: boxes whose pixels never count as a change (a drawn cursor)."""
-        return self._loop.run(self._step(screenshot, action, instruction, text, url, tree, error, ignore))
+        anything; ``ignore``: boxes whose pixels never count as a change (a drawn cursor).
+        ``refine=False``: the action is executed as given and no round runs (for an action the
+        caller could not rewrite); Focus still records it."""
+        return self._loop.run(
+            self._step(screenshot, action, instruction, text, url, tree, error, ignore, refine)
+        )
 
     async def astep(
         self,
@@ -181,17 +186,20 @@ class Focus:
         tree: str | None = None,
         error: str | None = None,
         ignore: Sequence[Box | Sequence[float]] = (),
+        refine: bool = True,
     ) -> Decision:
         """:meth:`step` for async callers: the work runs on Focus's own loop (where its model's
         clients live), awaited from the caller's."""
         return await self._loop.arun(
-            self._step(screenshot, action, instruction, text, url, tree, error, ignore)
+            self._step(screenshot, action, instruction, text, url, tree, error, ignore, refine)
         )
 
-    async def _step(self, screenshot, action, instruction, text, url, tree, error, ignore) -> Decision:
+    async def _step(
+        self, screenshot, action, instruction, text, url, tree, error, ignore, refine=True
+    ) -> Decision:
         shot = as_image(screenshot)
         obs = Observed(shot, url=url, tree=tree, error=error, ignore=tuple(ignore))
-        decision = await self._wrapper.step(obs, action, instruction=instruction, text=text)
+        decision = await self._wrapper.step(obs, action, instruction=instruction, text=text, refine=refine)
         calls = decision.all_calls
         stats = {
             "rf_triggered": int(decision.round is not None),

@@ -275,6 +275,7 @@ class FocusWrapper:
         views: ViewSource | None = None,
         elements: Sequence[Any] = (),
         query: Query | None = None,
+        refine: bool = True,
     ) -> LiveDecision:
         """The action to execute on ``obs``: ``proposed`` (points in ``obs.screenshot`` pixels;
         None when the agent gave nothing parseable), or a RegionFocus round's choice when a
@@ -283,7 +284,9 @@ class FocusWrapper:
         ``views``: a live view source (true zoom); default crops the screenshot. ``elements``:
         the screen's accessibility tree (:class:`~regionfocus.a11y.A11yElement`, screenshot
         pixels) for the a11y proposer and the no-target trigger. ``query``: a full query
-        instead of ``instruction``/``elements`` (our loop passes its own)."""
+        instead of ``instruction``/``elements`` (our loop passes its own). ``refine=False``: the
+        proposal is returned and recorded as executed, and no round runs, whatever fires (a
+        caller that could not apply a round's choice, such as OSWorld code that is not a click)."""
         if query is None:
             if not isinstance(instruction, str) or not instruction.strip():
                 raise ValueError("step needs the instruction (the task or the step's goal) to ground")
@@ -291,7 +294,10 @@ class FocusWrapper:
         if proposed is not None and not isinstance(proposed, Action):
             raise TypeError(f"proposed must be a regionfocus Action or None, got {type(proposed).__name__}")
         before = self.pending(obs)
-        decision = await self._decide(obs.screenshot, proposed, text, query, views, before)
+        if refine:
+            decision = await self._decide(obs.screenshot, proposed, text, query, views, before)
+        else:
+            decision = LiveDecision(proposed, "agent", text)
         self._last_source = decision.source
         self._returned, self._before = decision.action, obs
         return decision

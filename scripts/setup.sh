@@ -11,10 +11,11 @@ DEV=0
 SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 
-if [ ! -x /usr/lib/chromium/chromium ] || ! fc-list 2>/dev/null | grep -qi dejavu; then
-  echo "[setup] installing Chromium and fonts with apt-get"
+# xvfb and python3-tk: the OSWorld-style wrapper's real-window test (an X server, a Tk application)
+if [ ! -x /usr/lib/chromium/chromium ] || ! fc-list 2>/dev/null | grep -qi dejavu || ! command -v Xvfb >/dev/null; then
+  echo "[setup] installing Chromium, fonts and Xvfb with apt-get"
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core fonts-liberation python3-doc sqlite3-doc git-doc >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core fonts-liberation python3-doc sqlite3-doc git-doc xvfb python3-tk >/dev/null
 fi
 
 PY=${PYTHON:-python3}
