@@ -24,7 +24,7 @@ from PIL import Image
 
 from regionfocus.actions import Action
 from regionfocus.adapters.backends.openai_http import SESSION
-from regionfocus.agent import RegionFocusAgent, StaticPrediction
+from regionfocus.agent import RegionFocusAgent, StaticPrediction, is_click
 from regionfocus.config import RegionFocusConfig
 from regionfocus.kit.allocator import keep_freed_buffers
 from regionfocus.kit.progress import Progress
@@ -39,10 +39,17 @@ from .strategies import BASELINE, REGIONFOCUS, peer_rows, run_peers, totals
 
 
 def action_point(action: Action | None) -> list[float] | None:
-    """The point a ScreenSpot-Pro answer is scored by (screenshot pixels), if the action has one."""
-    if action is None or action.point is None:
+    """The point a ScreenSpot-Pro answer is scored by (screenshot pixels): a click's (any
+    button). A scroll, hover or typing at a point is no grounding answer (:func:`non_click`)."""
+    if not is_click(action):
         return None
     return [float(action.point.x), float(action.point.y)]
+
+
+def non_click(action: Action | None) -> bool:
+    """An answer that names a point with an action other than a click (a scroll, a hover,
+    typing at the target): recorded as it is and scored wrong, never credited as a click."""
+    return action is not None and action.point is not None and not is_click(action)
 
 
 def _final_raw_response(pred: StaticPrediction, baseline_text: str) -> str:
@@ -84,15 +91,21 @@ def make_record(
         ("baseline", pred.baseline if pred else None),
         ("final", pred.final if pred else None),
     ):
+        if action is None and pred is not None and non_click(pred.baseline_non_point):
+            action = pred.baseline_non_point  # no click came of it: the answer as it was
         point = action_point(action)
         declined = point is None and pred is not None and pred.baseline_non_point is not None
-        verdict = WRONG if status == "error" else judge(sample, point, declined)
+        if status == "error" or non_click(action):
+            verdict = WRONG
+        else:
+            verdict = judge(sample, point, declined)
         raw = baseline_text if row == "baseline" or pred is None else _final_raw_response(pred, baseline_text)
         rows[row] = {
             "point": point,
             "action": action.to_dict() if action else None,
             "correctness": verdict,
             "raw_response": raw,
+            **({"non_click": True} if non_click(action) else {}),
         }
     return {
         "id": sample.id,

@@ -189,6 +189,21 @@ def uncertainty_markdown(records: Sequence[dict[str, Any]], enabled: bool) -> li
 
 
 # ----------------------------------------------------------------------------- summary.md
+def non_click_lines(records: Sequence[dict[str, Any]]) -> list[str]:
+    """How many answers named a point with an action that is no click (a scroll, a hover, typing
+    at the target; the record's ``non_click``): scored wrong, as wrong as a miss; nothing when
+    there were none."""
+    count = {
+        row: sum(bool((r.get(row) or {}).get("non_click")) for r in records) for row in ("baseline", "final")
+    }
+    if not any(count.values()):
+        return []
+    return [
+        f"Not clicks (a scroll, hover or typing at a point; counted wrong): baseline {count['baseline']}, "
+        f"final {count['final']}."
+    ]
+
+
 def summary_markdown(
     records: Sequence[dict[str, Any]],
     config: dict[str, Any],
@@ -217,6 +232,7 @@ def summary_markdown(
         f"Errors (counted wrong, kept in the denominator): {s['errors']}. "
         f"Partial (some model calls failed; scored as answered, kept in the denominator): {s['partial']}."
         + (" `--retry-errors` reruns both." if s["errors"] or s["partial"] else ""),
+        *non_click_lines(records),
         "",
     ]
     if fmt.parser is None:
