@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image
 
+from regionfocus.screen import pixel_change  # the wrapper reads effects with the same rule
 from regionfocus.triggers import Effect
 
 # Installed in every page and frame with ``BrowserContext.add_init_script`` so it runs before
@@ -102,17 +103,6 @@ class EffectThresholds:
     channel_delta: int = 16
     min_pixels: int = 20
     noise_margin: float = 2.0
-
-
-def pixel_change(before: Image.Image, after: Image.Image, channel_delta: int = 16) -> tuple[int, float]:
-    """(changed pixel count, changed fraction) between two screenshots. A size change (a
-    resized viewport) counts every pixel as changed."""
-    if before.size != after.size:
-        return before.width * before.height, 1.0
-    a = np.asarray(before.convert("RGB"), dtype=np.int16)
-    b = np.asarray(after.convert("RGB"), dtype=np.int16)
-    changed = int(np.count_nonzero(np.abs(a - b).max(axis=2) > channel_delta))
-    return changed, changed / max(1, a.shape[0] * a.shape[1])
 
 
 def expected_noise(before: PageProbe, previous: PageProbe | None, window_s: float) -> float:
