@@ -188,6 +188,24 @@ async def test_429_retry_after_is_honoured(server):
     assert out.text == "fine"
     assert server.stats.statuses == [429, 200]
     assert out.usage.latency_s >= 0.4  # waited as told, not the (zero) backoff
+    assert (out.usage.attempts, out.usage.waited_s) == (2, 0.4)  # counted in the call record
+
+
+async def test_a_wait_past_the_cap_fails_at_once(server):
+    """A day-long Retry-After is a quota, not a rate limit: one request, nothing slept, and the
+    error names the wait and the cap (as OpenAI's own SDK refuses waits past its cap)."""
+    server.script(Reply.rate_limited(retry_after=86400), Reply.text("fine"))
+    slept: list[float] = []
+
+    async def record(seconds: float) -> None:
+        slept.append(seconds)
+
+    async with backend(server) as b:
+        b.sleep = record
+        with pytest.raises(BackendError) as info:
+            await b.complete(user("q"))
+    assert server.stats.statuses == [429] and slept == []
+    assert "asked to wait 86400 s (retry-after), past the 120-s cap" in str(info.value)
 
 
 async def test_500_retried_then_success(server):
@@ -294,7 +312,7 @@ async def test_a_dead_replica_is_routed_around_by_the_retry(caplog):
             served = b.served()
     assert [o.text for o in outs] == ["ok"] * 4 and {o.usage.endpoint for o in outs} == {live.base_url}
     assert served == {dead: 0, live.base_url: 4} and live.stats.chat_requests == 4
-    assert f"at {dead} failed (connection error" in caplog.text and "retrying in 0.00s" in caplog.text
+    assert f"waiting 0 s: chat completion connection error at {dead}, retrying (retry 1 of 1)" in caplog.text
 
 
 async def test_api_key_sent_but_never_logged_or_in_errors(monkeypatch, caplog):

@@ -102,7 +102,7 @@ def test_a_wait_under_the_cap_is_waited_shown_and_counted(provider, shot, caplog
         assert srv.stats.requests == 3
     assert slept == [37.0, 37.0] and call.error is None
     assert (call.attempts, call.waited_s) == (3, 74.0)
-    assert f"waiting 37 s: {provider} 429" in caplog.text and "retry 2/4" in caplog.text
+    assert f"waiting 37 s: {provider} 429" in caplog.text and "retry 2 of 4" in caplog.text
 
 
 def test_the_cap_is_a_setting(shot):

@@ -15,35 +15,32 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import math
 import os
-import random
 import threading
 import time
 import weakref
 from collections import OrderedDict
 from contextvars import ContextVar
-from dataclasses import KW_ONLY, dataclass, field
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
-
-from regionfocus.adapters.backends import body_json
 from regionfocus.adapters.backends.base import (
     MAX_REPLY_BYTES,
     ChatResponse,
     Message,
     PreflightFailed,
     reply_cap,
+    token_count,
 )
 from regionfocus.adapters.backends.encoding import ImageEncoder, LocalFiles
 from regionfocus.adapters.backends.openai_replies import (
-    MAX_RETRY_AFTER_S,
     classify_failure,
     completion_choices,
     completion_text,
     describe_failure,
 )
+from regionfocus.adapters.backends.openai_wire import ChatWire
+from regionfocus.adapters.backends.retry import MAX_WAIT_S, Failure, Ledger, RetryPolicy
 from regionfocus.adapters.backends.transport import client_options, key_problem, proxy_problem
 from regionfocus.adapters.redact import (
     protect_http_logs,
@@ -62,22 +59,6 @@ log = logging.getLogger(__name__)
 # screenshot again in one replica's prefix and encoder caches. Servers ignore both headers.
 SESSION: ContextVar[str | None] = ContextVar("regionfocus_session", default=None)
 
-# Parameters the chat-completions endpoint takes by name; any other sampling option (top_k,
-# repetition_penalty, min_p, ... which vLLM and SGLang accept) travels in the request body.
-_NAMED_PARAMS = frozenset(
-    {
-        "top_p",
-        "seed",
-        "stop",
-        "n",
-        "presence_penalty",
-        "frequency_penalty",
-        "logprobs",
-        "top_logprobs",
-        "logit_bias",
-    }
-)
-
 
 @dataclass(eq=False)  # eq=False: an exception compares and hashes by identity
 class BackendError(RuntimeError):
@@ -94,6 +75,7 @@ class BackendError(RuntimeError):
     retryable: bool = False
     reason: str = ""
     retry_after: float | None = None
+    hint_from: str = ""  # the header that asked for retry_after
 
     def __str__(self) -> str:
         return self.message
@@ -109,7 +91,7 @@ class _Endpoint:
     served: int = 0
 
 
-class OpenAIBackend:
+class OpenAIBackend(ChatWire):
     """:class:`regionfocus.adapters.backends.base.ChatBackend` over one or more OpenAI-compatible servers.
 
     ``base_urls``: e.g. ``["http://127.0.0.1:8000/v1"]``; each request goes to the server with
@@ -164,6 +146,7 @@ class OpenAIBackend:
         local_media_dir: str | None = None,
         local_format: str = "bmp",
         max_reply_bytes: int = MAX_REPLY_BYTES,
+        max_wait: float = MAX_WAIT_S,
     ) -> None:
         urls = [base_urls] if isinstance(base_urls, str) else list(base_urls)
         if not urls or not all(isinstance(u, str) and u.startswith(("http://", "https://")) for u in urls):
@@ -184,6 +167,8 @@ class OpenAIBackend:
         self.max_retries = int(max_retries)
         self.backoff = float(backoff)
         self.max_backoff = float(max_backoff)
+        self.max_wait = float(max_wait)  # the longest wait a server may ask for (--max-retry-wait)
+        self.sleep = asyncio.sleep  # how waits are spent (tests pass a recorder)
         self.extra_body = dict(extra_body or {})
         self.max_reply_bytes = int(max_reply_bytes)
         self.encoder = ImageEncoder(image_format, image_quality)
@@ -227,13 +212,6 @@ class OpenAIBackend:
     def served(self) -> dict[str, int]:
         """Requests answered successfully per base URL."""
         return {e.base_url: e.served for e in self._endpoints}
-
-    def use_local_media(self, folder: str | None = None, image_format: str = "bmp") -> LocalFiles:
-        """Send images as ``file://`` URLs of files written under ``folder`` (see the class
-        notes); ``None``: /dev/shm/regionfocus-media, the folder ``serve-command`` names."""
-        self.local = LocalFiles(folder, image_format)
-        self._local_ok = True
-        return self.local
 
     # -- public API ------------------------------------------------------------------------------
     async def complete(
@@ -303,13 +281,6 @@ class OpenAIBackend:
         self.sent["encode_s"] += stats.encode_s
         return parsed, usage
 
-    def _content(
-        self, messages: list[Message], options: dict[str, Any], local: bool
-    ) -> tuple[bytes, _WireStats]:
-        """The request's JSON body as bytes (images encoded, data URLs spliced in unscanned)."""
-        kwargs, stats = self._build(messages, options, local)
-        return body_json.dumps(_merged(kwargs)), stats
-
     async def _create(self, content: bytes, parse: Any, started: float) -> tuple[Any, Usage]:
         """One request with retries; ``parse(completion)`` runs inside the retry (a malformed
         body is retried). Returns (parsed, usage).
@@ -327,91 +298,63 @@ class OpenAIBackend:
         if (session := SESSION.get()) is not None:
             headers |= {"X-Session-ID": session, "X-SMG-Routing-Key": session}
         options = {"timeout": self.timeout, "headers": headers}
-        retrying = AsyncRetrying(
-            stop=stop_after_attempt(self.max_retries + 1),  # read per call: callers may change it
-            retry=retry_if_exception(lambda e: isinstance(e, BackendError) and e.retryable),
-            wait=lambda state: self._delay(state.attempt_number, state.outcome.exception().retry_after),
-            before_sleep=_log_retry,
-            reraise=True,
-        )
-        async for attempt in retrying:  # ends in a return, or tenacity re-raises the last failure
-            with attempt:
-                endpoint = None
-                try:
-                    async with semaphore:
-                        endpoint = self._pick()
-                        endpoint.in_flight += 1
-                        try:
-                            post = endpoint.client.post(
-                                "/chat/completions", cast_to=ChatCompletion, content=content, options=options
-                            )
-                            completion = await asyncio.wait_for(post, timeout=self.timeout)
-                        finally:
-                            endpoint.in_flight -= 1
-                    parsed = parse(completion)
-                except Exception as exc:  # classified; cancellation (a BaseException) goes through
-                    where = endpoint.base_url if endpoint else self._endpoints[0].base_url
-                    raise self._failure(exc, where, attempt.retry_state.attempt_number) from None
-                endpoint.served += 1
-                usage = getattr(completion, "usage", None)
-                return parsed, Usage(
-                    latency_s=time.perf_counter() - started,
-                    prompt_tokens=_token_count(getattr(usage, "prompt_tokens", None)),
-                    completion_tokens=_token_count(getattr(usage, "completion_tokens", None)),
-                    endpoint=endpoint.base_url,
-                )
+        ledger = Ledger()
+        policy = RetryPolicy(self.max_retries, self.max_wait, sleep=self.sleep)  # read per call
+        loop = policy.loop("chat completion", _as_failure, ledger, delay=self._delay)
+        try:
+            async for attempt in loop:  # ends in a return, or tenacity re-raises the last failure
+                with attempt:
+                    ledger.attempts += 1
+                    endpoint = None
+                    try:
+                        async with semaphore:
+                            endpoint = self._pick()
+                            endpoint.in_flight += 1
+                            try:
+                                post = endpoint.client.post(
+                                    "/chat/completions",
+                                    cast_to=ChatCompletion,
+                                    content=content,
+                                    options=options,
+                                )
+                                completion = await asyncio.wait_for(post, timeout=self.timeout)
+                            finally:
+                                endpoint.in_flight -= 1
+                        parsed = parse(completion)
+                    except Exception as exc:  # classified; cancellation (a BaseException) goes through
+                        where = endpoint.base_url if endpoint else self._endpoints[0].base_url
+                        raise self._failure(exc, where, ledger.attempts) from None
+                    endpoint.served += 1
+                    usage = getattr(completion, "usage", None)
+                    return parsed, Usage(
+                        latency_s=time.perf_counter() - started,
+                        prompt_tokens=token_count(getattr(usage, "prompt_tokens", None)),
+                        completion_tokens=token_count(getattr(usage, "completion_tokens", None)),
+                        endpoint=endpoint.base_url,
+                        **ledger.usage_fields(),
+                    )
+        except BackendError as e:
+            if ledger.too_long is not None:
+                e.message += policy.refused_wait(ledger)
+            raise
+        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
     def _failure(self, exc: Exception, where: str, attempts: int) -> BackendError:
         """``exc`` classified, credentials masked; raised ``from None``: the chained openai error
         carries the request, headers included."""
-        retryable, status, retry_after = classify_failure(exc)
+        failure = classify_failure(exc)
         reason = self._redact(describe_failure(exc, self.timeout, where))
         message = f"chat completion failed after {attempts} attempt(s) at {where}: {reason}"
         return BackendError(
             message,
             endpoint=where,
             attempts=attempts,
-            status=status,
-            retryable=retryable,
+            status=failure.status,
+            retryable=failure.retry,
             reason=reason,
-            retry_after=retry_after,
+            retry_after=failure.hint,
+            hint_from=failure.hint_from,
         )
-
-    def request_kwargs(
-        self, messages: list[Message], *, max_tokens: int = 512, temperature: float = 0.0, **sampling: Any
-    ) -> dict[str, Any]:
-        """The arguments of ``chat.completions.create`` for this request: named parameters, and
-        everything else (vLLM's ``continue_final_message``, ``top_k``, ...) in ``extra_body``,
-        which the client merges into the JSON body. Images are encoded here (data URLs)."""
-        options = {"max_tokens": max_tokens, "temperature": temperature, **sampling}
-        return self._build(messages, options, False)[0]
-
-    def _build(
-        self, messages: list[Message], options: dict[str, Any], local: bool
-    ) -> tuple[dict[str, Any], _WireStats]:
-        stats = _WireStats()
-        options = dict(options)
-        max_tokens, temperature = options.pop("max_tokens", 512), options.pop("temperature", 0.0)
-        sampling = options
-        kwargs: dict[str, Any] = {
-            "model": self.model,
-            "messages": self._to_wire(messages, stats, local),
-            "max_tokens": int(max_tokens),
-            "temperature": float(temperature),
-        }
-        extra = dict(self.extra_body)
-        for name, value in sampling.items():
-            if name in _NAMED_PARAMS:
-                kwargs[name] = value
-            else:
-                extra[name] = value
-        if extra:
-            kwargs["extra_body"] = extra
-        return kwargs, stats
-
-    def request_body(self, messages: list[Message], **options: Any) -> dict[str, Any]:
-        """The JSON body the server receives (``extra_body`` merged in, as the client sends it)."""
-        return _merged(self.request_kwargs(messages, **options))
 
     async def preflight(self) -> None:
         """Before the first sample: every server answers ``GET /models`` (one retry after a
@@ -511,146 +454,15 @@ class OpenAIBackend:
         return min(order, key=lambda e: e.in_flight)
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
+        """The wait before attempt ``attempt + 1``: what the server asked (a wait past
+        ``max_wait`` never gets here: the call fails at once), else exponential backoff."""
         if retry_after is not None:
-            return min(max(retry_after, 0.0), MAX_RETRY_AFTER_S)
-        # Exponential backoff with "equal jitter": half fixed, half random, so synchronized
-        # failures of a concurrent round do not retry in lockstep.
-        base = min(self.backoff * (2 ** (attempt - 1)), self.max_backoff)
-        return base / 2 + random.uniform(0, base / 2)
+            return max(retry_after, 0.0)
+        return RetryPolicy(backoff=self.backoff, max_backoff=self.max_backoff).backoff_for(attempt)
 
     def _redact(self, text: str) -> str:
         """``text`` without the API key, URL credentials or secret query values."""
         return redact_text(text, self._secrets)
-
-    def _image_url(self, image: Any, stats: _WireStats, local: bool) -> str:
-        """The URL one image travels as; its encoding cost and size go into ``stats``."""
-        c0 = time.thread_time()
-        url = self._local_file(image) if local and self.local is not None else None
-        if url is not None:
-            stats.files.append(url)  # acquired in _local_file: held until the answer
-            stats.image_bytes += self._local_size.get(url, 0)
-        else:
-            url = self.encoder.data_url(image)
-            stats.image_bytes += len(url)
-        stats.encode_s += time.thread_time() - c0
-        return url
-
-    def _local_file(self, image: Any) -> str | None:
-        """The file URL of ``image``, written on first use (cached per image object, like the
-        data-URL encoder) and acquired for the calling request; None when it cannot be written
-        (the caller sends a data URL: a full /dev/shm must not fail the sample)."""
-        key = id(image)
-        with self._local_lock:
-            hit = self._local_urls.get(key)
-            if hit is not None and hit[0]() is image and self.local.acquire(hit[1]):
-                return hit[1]
-            try:
-                url, size = self.local.write(image)
-            except OSError as e:
-                self._write_failed(e)
-                return None
-            self.local.acquire(url)
-            self._local_size[url] = size
-            self._local_urls[key] = (weakref.ref(image), url)
-            while len(self._local_urls) > 64:
-                self._local_urls.popitem(last=False)
-            while len(self._local_size) > 1024:
-                self._local_size.pop(next(iter(self._local_size)))
-        return url
-
-    def _write_failed(self, error: OSError) -> None:
-        """Warn once per backend: under a full folder every request would fail its write, and
-        the local transport stays on (space may come back) without a warning per image."""
-        if self._write_warned:
-            return
-        self._write_warned = True
-        log.warning(
-            "could not write an image under %s (%s); sending images that cannot be written as data "
-            "URLs (further write failures are not logged)",
-            self.local.folder if self.local else "",
-            error.strerror or type(error).__name__,
-        )
-
-    def _to_wire(
-        self, messages: list[Message], stats: _WireStats | None = None, local: bool = False
-    ) -> list[dict[str, Any]]:
-        """Our messages with every ``{"type": "image", "image": PIL}`` part as an image_url part
-        (data URLs, or file:// URLs when ``local``). An image part is replaced in the caller's
-        message too, so the image can be freed while the request waits; an image_url part with
-        one of our own file URLs is re-acquired (local) or turned back into a data URL."""
-        stats = stats if stats is not None else _WireStats()
-        wire = []
-        for i, message in enumerate(messages):
-            if not isinstance(message, dict) or "role" not in message:
-                raise ValueError(f"message {i} must be a dict with a 'role'; got {type(message).__name__}")
-            content = message.get("content")
-            if isinstance(content, list):
-                parts = []
-                for j, part in enumerate(content):
-                    kind = part.get("type") if isinstance(part, dict) else None
-                    if kind == "image":
-                        url = self._image_url(part["image"], stats, local)
-                        wired = {"type": "image_url", "image_url": {"url": url}}
-                        parts.append(wired)
-                        # The caller's message keeps the URL instead of the image, so the image
-                        # can be freed while the request waits; a file URL carries a hold on its
-                        # file for as long as the message lives (it may be sent again).
-                        hold = self.local.hold(url) if local and self.local is not None else None
-                        content[j] = {**wired, "hold": hold} if hold is not None else wired
-                    elif (
-                        kind == "image_url"
-                        and self.local is not None
-                        and self.local.owns(str(part.get("image_url", {}).get("url", "")))
-                    ):
-                        url = part["image_url"]["url"]
-                        if local and self.local.acquire(url):
-                            stats.files.append(url)
-                            stats.image_bytes += self._local_size.get(url, 0)
-                        else:  # the data-URL fallback: the file still exists, we hold it
-                            c0 = time.thread_time()
-                            url = self.encoder.data_url(self.local.read(url))
-                            stats.encode_s += time.thread_time() - c0
-                            stats.image_bytes += len(url)
-                        parts.append({"type": "image_url", "image_url": {"url": url}})
-                    elif kind in ("text", "image_url"):
-                        parts.append(part)
-                    else:
-                        raise ValueError(f"message {i} part {j}: unsupported content part type {kind!r}")
-                message = {**message, "content": parts}
-            wire.append(message)
-        return wire
-
-
-@dataclass
-class _WireStats:
-    """What building one request body cost: CPU seconds encoding/writing images, bytes of
-    images as sent, and the local files it holds until its answer."""
-
-    encode_s: float = 0.0
-    image_bytes: int = 0
-    files: list[str] = field(default_factory=list)
-
-
-def _log_retry(state: RetryCallState) -> None:
-    e = state.outcome.exception()
-    wait = state.next_action.sleep
-    log.warning(
-        "chat completion attempt %d at %s failed (%s); retrying in %.2fs",
-        e.attempts,
-        e.endpoint,
-        e.reason,
-        wait,
-    )
-
-
-def _token_count(value: Any) -> int | None:
-    """A server's token count as a count, or None: NaN, 1e999, -3 or "12" are no counts, and a
-    record's sums and the cost table would carry them."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
-        return None
-    return int(value) if value >= 0 else None
 
 
 def _endpoint(url: str) -> _Endpoint:
@@ -661,6 +473,10 @@ def _endpoint(url: str) -> _Endpoint:
     return _Endpoint(base_url=redact_url(url), target=target, auth=auth)
 
 
-def _merged(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """``create``'s arguments as the JSON body it sends: ``extra_body`` merged in."""
-    return {**{k: v for k, v in kwargs.items() if k != "extra_body"}, **kwargs.get("extra_body", {})}
+def _as_failure(exc: BaseException) -> Failure:
+    """A failed attempt (a :class:`BackendError`) as the retry loop reads it; the wait line
+    names the server that failed."""
+    if not isinstance(exc, BackendError):
+        return Failure(False)
+    what = exc.reason.split(":", 1)[0] if exc.status is None else str(exc.status)
+    return Failure(exc.retryable, exc.status, exc.retry_after, exc.hint_from, f"{what} at {exc.endpoint}")

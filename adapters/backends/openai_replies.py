@@ -4,15 +4,13 @@ a failure is worth another try and after how long, and the one line that describ
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import json
-import time
 from typing import Any
 
 from regionfocus.adapters.backends.base import ReplyTooLarge, UnfinishedReply, finished_text
+from regionfocus.adapters.backends.retry import Failure, hint_from_headers
 
 RETRY_STATUS = frozenset({408, 409, 429})
-MAX_RETRY_AFTER_S = 120.0
 
 # The chat API's finish reasons for a reply the model ended itself: "stop" (its end-of-turn
 # token or a stop string; vLLM and SGLang say the same) and "tool_calls" (it ended by calling a
@@ -82,45 +80,25 @@ def completion_choices(completion: Any) -> list[tuple[str, list[float] | None]]:
     return out
 
 
-def classify_failure(exc: Exception) -> tuple[bool, int | None, float | None]:
-    """(retryable, HTTP status, Retry-After seconds) for an attempt's exception."""
+def classify_failure(exc: Exception) -> Failure:
+    """What an attempt's exception was: worth another try, its HTTP status, and the wait a 429
+    or 5xx asked for (``retry-after-ms``, ``Retry-After``)."""
     import openai
 
     if isinstance(exc, (asyncio.TimeoutError, openai.APIConnectionError)):  # includes APITimeoutError
-        return True, None, None
+        return Failure(True)
     if isinstance(exc, openai.APIStatusError):
         status = exc.status_code
-        retry_after = retry_after_header(exc.response.headers) if status == 429 else None
-        return (status in RETRY_STATUS or status >= 500), status, retry_after
+        retry = status in RETRY_STATUS or status >= 500
+        hint, where = hint_from_headers(exc.response.headers) if retry else (None, "")
+        return Failure(retry, status, hint, where)
     if isinstance(exc, (MalformedResponseError, UnfinishedReply, ReplyTooLarge)):
         # Another attempt may get a finished, sane reply (another server, another sample).
-        return True, None, None
+        return Failure(True)
     if isinstance(exc, (openai.APIResponseValidationError, ValueError)):
         # ValueError covers json.JSONDecodeError and pydantic validation of a 2xx body.
-        return True, None, None
-    return False, None, None
-
-
-def retry_after_header(headers: Any) -> float | None:
-    """Seconds from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
-    value = headers.get("retry-after-ms")
-    if value is not None:
-        try:
-            return float(value) / 1000.0
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        pass
-    try:
-        parsed = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, parsed.timestamp() - time.time())
+        return Failure(True)
+    return Failure(False)
 
 
 def describe_failure(exc: Exception, timeout: float, url: str = "") -> str:

@@ -4,8 +4,8 @@ worth another is tried again after the wait the server asked for (``retry-after-
 than the cap (``--max-retry-wait``, 120 s as OpenAI's SDK has it) fails the call at once, naming
 the wait: an hour-long hint is a quota, and holding the request's slot through it stalls the run.
 
-Each wait is announced while it lasts ("waiting 37 s: anthropic 429, retry 2/5", a WARNING log
-line) and counted: the call's usage records its attempts and the seconds it waited.
+Each wait is announced while it lasts ("waiting 37 s: anthropic 429, retrying (retry 2 of 4)", a
+WARNING log line) and counted: the call's usage records its attempts and the seconds it waited.
 """
 
 from __future__ import annotations
@@ -40,10 +40,6 @@ class Failure:
     hint: float | None = None
     hint_from: str = ""
     label: str = ""  # how the wait line names it ("429", "529", "connection error")
-
-
-class WaitTooLong(Exception):
-    """The server asked for a wait past the cap: the call fails at once."""
 
 
 def hint_from_headers(headers: Any) -> tuple[float | None, str]:
@@ -122,11 +118,17 @@ class RetryPolicy:
         return base / 2 + random.uniform(0, base / 2)
 
     def loop(
-        self, provider: str, classify: Callable[[BaseException], Failure], ledger: Ledger
+        self,
+        provider: str,
+        classify: Callable[[BaseException], Failure],
+        ledger: Ledger,
+        delay: Callable[[int, float | None], float] | None = None,
     ) -> AsyncRetrying:
         """A tenacity loop over attempts (``async for attempt in loop: with attempt: ...``) that
-        retries what ``classify`` says is worth it, waits as asked (capped: past the cap
-        :class:`WaitTooLong` ends the loop), announces and counts each wait in ``ledger``."""
+        retries what ``classify`` says is worth it, waits as asked (a wait past the cap ends
+        the loop: the last failure is raised, ``ledger.too_long`` says why), announces and
+        counts each wait in ``ledger``. ``delay(attempt, hint)``: the wait instead of the
+        policy's own (the hint, else its backoff)."""
         total = self.max_retries + 1
 
         def worth(exc: BaseException) -> bool:
@@ -140,6 +142,8 @@ class RetryPolicy:
 
         def wait(state: RetryCallState) -> float:
             f = classify(state.outcome.exception())
+            if delay is not None:
+                return delay(state.attempt_number, f.hint)
             return max(f.hint, 0.0) if f.hint is not None else self.backoff_for(state.attempt_number)
 
         def announce(state: RetryCallState) -> None:
@@ -148,7 +152,7 @@ class RetryPolicy:
             what = f.label or (str(f.status) if f.status else type(state.outcome.exception()).__name__)
             asked = f" ({f.hint_from})" if f.hint is not None and f.hint_from else ""
             log.warning(
-                "waiting %s s: %s %s%s, retry %d/%d",
+                "waiting %s s: %s %s%s, retrying (retry %d of %d)",
                 f"{seconds:.3g}",
                 provider,
                 what,
