@@ -20,7 +20,8 @@ reply the model writes: ``"nan"`` (a Qwen tool call with a "nan" number), ``"inf
 (the inner answer with non-finite token counts in ``usage``). Replies that are no answer:
 ``"cut"`` (the inner answer cut just after the first digit of its last number, ``finish_reason:
 "length"``, as a server sends a reply that reached ``max_tokens``), ``"cut-tool"`` (the same, as
-structured ``tool_calls`` whose arguments stop mid-number), ``"null"`` (``content: null``,
+structured ``tool_calls`` whose arguments stop mid-number), ``"cut-args"`` (those cut arguments
+under ``finish_reason: "tool_calls"``, a cut the server does not declare), ``"null"`` (``content: null``,
 finish reason ``stop``) and ``"bomb"`` (a gzip body of a few MB that inflates to
 :data:`BOMB_BYTES`). ``every``: one fault for every request, whatever its sample.
 
@@ -159,14 +160,20 @@ class Hostile:
             return Reply(content=None)
         if fault == "bomb":
             return Reply(body=gzip_completion(), headers={"Content-Encoding": "gzip"})
-        if fault in ("cut", "cut-tool"):
+        if fault in ("cut", "cut-tool", "cut-args"):
             reply = self.inner(body)
             reply = Reply.text(reply) if isinstance(reply, str) else reply
             if reply.status != 200 or reply.body is not None:
                 return reply  # an error page is not cut
-            calls = _cut_tool_calls(reply.content or "") if fault == "cut-tool" else None
+            calls = _cut_tool_calls(reply.content or "") if fault != "cut" else None
+            if calls is None and fault == "cut-args":
+                return reply  # no call to cut: the fault is about a call's arguments
             if calls is not None:
-                return Reply(content=None, tool_calls=calls, finish_reason="length")
+                return Reply(
+                    content=None,
+                    tool_calls=calls,
+                    finish_reason="length" if fault == "cut-tool" else "tool_calls",
+                )
             return Reply.text(cut_mid_number(reply.content or ""), finish_reason="length")
         if fault in ("surrogate", "nan-usage"):
             reply = self.inner(body)

@@ -30,6 +30,9 @@ from regionfocus.screenspot_pro.cli import main, run_parser
 
 from .chat_server import ChatServer, Reply
 from .hostile import Hostile, colour_sample_of, cut_mid_number, gzip_completion
+from .hostile_run import IDS_BY_COLOUR, quick_model, results, run_argv
+from .test_screenspot_helpers import fresh_dataset
+from .test_screenspot_http import QwenLike
 
 # A Qwen2.5-VL grounding answer, and what reaches the parser when it stops at max_tokens one
 # digit into its y (the issue's "[188, 6" for [188, 64]).
@@ -271,62 +274,34 @@ def test_the_flag_reaches_the_backend_and_refuses_nonsense(tmp_path: Path, capsy
 
 
 # ------------------------------------------------------------------ whole runs
-def _argv(data: Path, out: Path, srv: ChatServer, *extra: str) -> list[str]:
-    return [
-        "--data", str(data), "--out", str(out), "--no-progress",
-        "--agent", "qwen2.5-vl", "--base-url", srv.base_url, "--model", "qwen-test",
-        "--concurrency", "3", *extra,
-    ]  # fmt: skip
-
-
-def _model(srv: ChatServer):
-    from regionfocus.adapters import get_adapter
-
-    backend = OpenAIBackend([srv.base_url], "qwen-test", timeout=30, max_retries=1, backoff=0.01)
-    return get_adapter("qwen2.5-vl", backend=backend)
-
-
-def _results(out: Path) -> tuple[dict, dict]:
-    return (
-        json.loads((out / "results.json").read_text()),
-        json.loads((out / "results_baseline.json").read_text()),
-    )
-
-
 @pytest.fixture(scope="module")
 def clean_run(tmp_path_factory):
     """(server, data, run folder): one run against the healthy server, the results every healed
     run must equal. The server stays up for the module's runs, so an error record's text (which
     names the server's URL) is the same in all of them."""
-    from .test_screenspot_helpers import fresh_dataset
-    from .test_screenspot_http import QwenLike
-
     root = tmp_path_factory.mktemp("cut-replies")
     data = fresh_dataset(root / "data")
     with ChatServer(responder=QwenLike(), model="qwen-test") as srv:
-        assert main(_argv(data, root / "clean", srv), model=_model(srv)) == 0
+        assert main(run_argv(data, root / "clean", srv), model=quick_model(srv)) == 0
         yield srv, data, root / "clean"
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("fault", ["cut", "cut-tool", "null"])
-def test_every_reply_unfinished_then_retry_errors_gives_the_clean_results(clean_run, tmp_path: Path, fault):
-    from .test_hostile_runs import IDS_BY_COLOUR
-    from .test_screenspot_http import QwenLike
-
+def test_every_reply_unfinished_then_retry_errors_gives_the_cleanresults(clean_run, tmp_path: Path, fault):
     srv, data, clean = clean_run
     out = tmp_path / "run"
     hostile = Hostile(QwenLike(), colour_sample_of(IDS_BY_COLOUR), every=fault)
     srv.set_responder(hostile)
     try:
         # every sample failed: the run says so in its exit code
-        assert main(_argv(data, out, srv), model=_model(srv)) == ALL_FAILED
+        assert main(run_argv(data, out, srv), model=quick_model(srv)) == ALL_FAILED
         assert hostile.seen  # the fault fired
         records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
         assert len(records) == len(IDS_BY_COLOUR)
         # Not one cut or empty reply was scored as an answer: every sample failed its first call.
         assert all(r["status"] == "error" for r in records), [(r["id"], r["status"]) for r in records]
-        final, _ = _results(out)
+        final, _ = results(out)
         assert final["metrics"]["overall"]["num_correct_action"] == 0
         summary = (out / "summary.md").read_text()
         assert f"Errors (counted wrong, kept in the denominator): {len(records)}." in summary
@@ -339,22 +314,19 @@ def test_every_reply_unfinished_then_retry_errors_gives_the_clean_results(clean_
 
     finally:
         srv.set_responder(QwenLike())
-    assert main(_argv(data, out, srv, "--retry-errors"), model=_model(srv)) == 0
-    assert _results(out) == _results(clean)
+    assert main(run_argv(data, out, srv, "--retry-errors"), model=quick_model(srv)) == 0
+    assert results(out) == results(clean)
 
 
 @pytest.mark.slow
 def test_a_cut_call_inside_a_round_makes_a_partial_sample_named_in_the_summary(clean_run, tmp_path: Path):
-    from .test_hostile_runs import IDS_BY_COLOUR
-    from .test_screenspot_http import QwenLike
-
     srv, data, clean = clean_run
     out = tmp_path / "run"
     faults = {("appa_1", "view"): "cut", ("appb_0", "judge"): "cut", ("appa_4", "focal"): "null"}
     hostile = Hostile(QwenLike(), colour_sample_of(IDS_BY_COLOUR), faults)
     srv.set_responder(hostile)
     try:
-        assert main(_argv(data, out, srv), model=_model(srv)) == 0
+        assert main(run_argv(data, out, srv), model=quick_model(srv)) == 0
         assert {(s, c) for s, c, _ in hostile.seen} == set(faults)
         recs = {r["id"]: r for r in map(json.loads, (out / "records.jsonl").read_text().splitlines())}
         assert {i for i, r in recs.items() if r["status"] == "partial"} == {"appa_1", "appb_0", "appa_4"}
@@ -365,8 +337,8 @@ def test_a_cut_call_inside_a_round_makes_a_partial_sample_named_in_the_summary(c
         assert "## Partial samples (first 5)" in summary and "appa_1" in summary
     finally:
         srv.set_responder(QwenLike())
-    assert main(_argv(data, out, srv, "--retry-errors"), model=_model(srv)) == 0
-    assert _results(out) == _results(clean)
+    assert main(run_argv(data, out, srv, "--retry-errors"), model=quick_model(srv)) == 0
+    assert results(out) == results(clean)
 
 
 @pytest.mark.slow
@@ -379,3 +351,48 @@ def test_a_2gb_gzip_reply_leaves_the_client_under_1gb():
         "error": f"reply larger than {MAX_REPLY_BYTES} bytes after decompression (--max-reply-bytes)"
     }
     assert mb < 1024, f"peak RSS {mb:.0f} MB"
+
+
+# ------------------------------------------------------------------ issue 37 item 8: a zoom view's cut call
+@pytest.mark.slow
+def test_zoom_replies_cut_mid_number_are_failed_calls_and_retry_errors_heals_them(clean_run, tmp_path: Path):
+    """A view's tool call whose arguments stop inside a number, under ``finish_reason:
+    "tool_calls"``: the reader refuses it, and so must locate_in_view's bare-number fallback,
+    which read (644, 4) off the cut arguments and scored the sample ok. It is a failed call (the
+    sample partial), so --retry-errors against the healed server gives the clean run's results."""
+    srv, data, clean = clean_run
+    out = tmp_path / "run"
+    cut = ("appa_1", "appa_3", "appb_1")  # small targets: only a zoomed view finds them
+    hostile = Hostile(QwenLike(), colour_sample_of(IDS_BY_COLOUR), {(s, "view"): "cut-args" for s in cut})
+    srv.set_responder(hostile)
+    try:
+        assert main(run_argv(data, out, srv), model=quick_model(srv)) == 0
+        assert {s for s, _, _ in hostile.seen} == set(cut)  # the fault fired
+        recs = {r["id"]: r for r in map(json.loads, (out / "records.jsonl").read_text().splitlines())}
+        assert {i for i, r in recs.items() if r["status"] == "partial"} == set(cut)
+        for sid in cut:
+            assert "stop inside a number" in recs[sid]["lost"], recs[sid]["lost"]
+            assert recs[sid]["final"]["correctness"] == "wrong"  # no view found it: the baseline's guess
+    finally:
+        srv.set_responder(QwenLike())
+    assert main(run_argv(data, out, srv, "--retry-errors"), model=quick_model(srv)) == 0
+    assert results(out) == results(clean)
+
+
+def _call(arguments) -> str:
+    return "<tool_call>" + json.dumps({"name": "computer_use", "arguments": arguments}) + "</tool_call>"
+
+
+def test_the_bare_number_fallback_never_reads_a_cut_value():
+    from regionfocus.adapters.families.round_requests import cut_call, left_open
+
+    cut = '{"action": "left_click", "coordinate": [644, 4'
+    assert cut_call(_call(cut)) == cut  # the server's tool parser passed the cut text on
+    assert cut_call(_call(cut[: -len("4")])) is not None  # "[644, ": the y never came
+    assert cut_call(_call(json.loads(cut + "0]}"))) is None  # whole arguments
+    assert cut_call(_call('{"action": "left_click", "coordinate": [644, 40]')) is None  # no number cut
+    assert cut_call("644, 40") is None
+    for text in ("(644, 4", "click(start_box='(644,4", '{"coordinate": [644, 4', "[644, "):
+        assert left_open(text), text
+    for text in ("644, 40", "(644, 40)", "The swatch's centre: 644, 40", "at (644, 40) it is"):
+        assert not left_open(text), text

@@ -15,54 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from regionfocus.adapters import get_adapter
-from regionfocus.adapters.backends.openai_http import OpenAIBackend
 from regionfocus.screenspot_pro.cli import main
 
 from .chat_server import ChatServer
 from .hostile import Hostile, colour_sample_of
-from .test_screenspot_helpers import default_screens, fresh_dataset
+from .hostile_run import IDS_BY_COLOUR, quick_model, run_argv, scores, strict_lines
+from .test_screenspot_helpers import fresh_dataset
 from .test_screenspot_http import QwenLike
 
 pytestmark = pytest.mark.slow
-
-IDS_BY_COLOUR = {
-    "".join(f"{c:02x}" for c in t.colour): t.id for targets in default_screens().values() for t in targets
-}
-
-
-def _argv(data: Path, out: Path, srv: ChatServer, *extra: str) -> list[str]:
-    return [
-        "--data", str(data), "--out", str(out), "--no-progress",
-        "--agent", "qwen2.5-vl", "--base-url", srv.base_url, "--model", "qwen-test",
-        "--concurrency", "3", *extra,
-    ]  # fmt: skip
-
-
-def _model(srv: ChatServer):
-    """The adapter the flags build, with quick retries: the failures here are scripted to
-    last, so the SDK's backoff would only add seconds."""
-    backend = OpenAIBackend([srv.base_url], "qwen-test", timeout=30, max_retries=1, backoff=0.01)
-    return get_adapter("qwen2.5-vl", backend=backend)
-
-
-def _strict_lines(path: Path) -> list[dict]:
-    """Each line of the log as strict JSON (no NaN/Infinity) from valid UTF-8."""
-
-    def refuse(c: str):
-        raise AssertionError(f"non-finite constant {c} in the log")
-
-    text = path.read_bytes().decode("utf-8")  # raises on invalid UTF-8
-    return [json.loads(line, parse_constant=refuse) for line in text.splitlines()]
-
-
-def _scores(out: Path) -> tuple[dict, dict]:
-    final = json.loads((out / "results.json").read_text())["metrics"]["overall"]
-    base = json.loads((out / "results_baseline.json").read_text())["metrics"]["overall"]
-    return (
-        {k: final[k] for k in ("num_correct_action", "num_total")},
-        {k: base[k] for k in ("num_correct_action", "num_total")},
-    )
 
 
 def test_hostile_replies_finish_with_one_record_per_sample(tmp_path: Path, capsys):
@@ -80,12 +41,12 @@ def test_hostile_replies_finish_with_one_record_per_sample(tmp_path: Path, capsy
     }
     hostile = Hostile(QwenLike(), colour_sample_of(IDS_BY_COLOUR), faults)
     with ChatServer(responder=hostile, model="qwen-test") as srv:
-        code = main(_argv(data, out, srv), model=_model(srv))
+        code = main(run_argv(data, out, srv), model=quick_model(srv))
     assert code == 0, capsys.readouterr().err
     # every fault fired
     assert {(s, c) for s, c, _ in hostile.seen} == set(faults)
 
-    lines = _strict_lines(out / "records.jsonl")
+    lines = strict_lines(out / "records.jsonl")
     ids = [r["id"] for r in lines]
     assert sorted(ids) == sorted(IDS_BY_COLOUR.values())  # exactly one record each
     recs = {r["id"]: r for r in lines}
@@ -107,7 +68,7 @@ def test_lost_view_calls_make_partial_samples_and_retry_heals_them(tmp_path: Pat
     data = fresh_dataset(tmp_path / "data")
     clean, faulty = tmp_path / "clean", tmp_path / "faulty"
     with ChatServer(responder=QwenLike(), model="qwen-test") as srv:
-        assert main(_argv(data, clean, srv), model=_model(srv)) == 0
+        assert main(run_argv(data, clean, srv), model=quick_model(srv)) == 0
         # The small targets are only found in the zoomed views: losing the views loses them.
         lose_views = ("appa_1", "appa_3", "appb_1")
         faults = {(s, "view"): "500" for s in lose_views}
@@ -115,9 +76,9 @@ def test_lost_view_calls_make_partial_samples_and_retry_heals_them(tmp_path: Pat
         faults |= {("appb_0", "judge"): "500", ("appa_4", "focal"): "500", ("appa_4", "choose"): "500"}
         hostile = Hostile(QwenLike(), colour_sample_of(IDS_BY_COLOUR), faults)
         srv.set_responder(hostile)
-        assert main(_argv(data, faulty, srv), model=_model(srv)) == 0
+        assert main(run_argv(data, faulty, srv), model=quick_model(srv)) == 0
         assert {(s, c) for s, c, _ in hostile.seen} == set(faults)  # every fault fired
-        recs = {r["id"]: r for r in _strict_lines(faulty / "records.jsonl")}
+        recs = {r["id"]: r for r in strict_lines(faulty / "records.jsonl")}
         partial = {*lose_views, "appb_0", "appa_4"}
         assert {i for i, r in recs.items() if r["status"] == "partial"} == partial
         for sid in lose_views:
@@ -125,7 +86,7 @@ def test_lost_view_calls_make_partial_samples_and_retry_heals_them(tmp_path: Pat
             assert recs[sid]["final"]["correctness"] == "wrong"  # the baseline's guess stayed
         assert "(judge)" in recs["appb_0"]["lost"]
         assert "focal" in recs["appa_4"]["lost"] and "choose" in recs["appa_4"]["lost"]
-        assert _scores(faulty) != _scores(clean)
+        assert scores(faulty) != scores(clean)
         summary = (faulty / "summary.md").read_text()
         assert "Partial (some model calls failed; scored as answered, kept in the denominator): 5." in summary
         assert "## Partial samples" in summary and "appa_1" in summary
@@ -136,12 +97,12 @@ def test_lost_view_calls_make_partial_samples_and_retry_heals_them(tmp_path: Pat
 
         # Resuming without --retry-errors keeps them; with it, the healed server reruns them.
         srv.set_responder(QwenLike())
-        assert main(_argv(data, faulty, srv), model=_model(srv)) == 0
-        assert sum(r["status"] == "partial" for r in _strict_lines(faulty / "records.jsonl")) == 5
-        assert main(_argv(data, faulty, srv, "--retry-errors"), model=_model(srv)) == 0
-    healed = {r["id"]: r for r in _strict_lines(faulty / "records.jsonl")}
-    before = {r["id"]: r for r in _strict_lines(clean / "records.jsonl")}
+        assert main(run_argv(data, faulty, srv), model=quick_model(srv)) == 0
+        assert sum(r["status"] == "partial" for r in strict_lines(faulty / "records.jsonl")) == 5
+        assert main(run_argv(data, faulty, srv, "--retry-errors"), model=quick_model(srv)) == 0
+    healed = {r["id"]: r for r in strict_lines(faulty / "records.jsonl")}
+    before = {r["id"]: r for r in strict_lines(clean / "records.jsonl")}
     assert {i: r["status"] for i, r in healed.items()} == {i: r["status"] for i, r in before.items()}
-    assert _scores(faulty) == _scores(clean)
+    assert scores(faulty) == scores(clean)
     for sid in healed:
         assert healed[sid]["final"]["point"] == before[sid]["final"]["point"]

@@ -11,7 +11,10 @@ avoid, every choice option a star)."""
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Sequence
+from dataclasses import replace
 
 from PIL import Image
 
@@ -24,7 +27,7 @@ from regionfocus.adapters.families.answers import (
     parse_verdict,
 )
 from regionfocus.adapters.families.prompting import Prompt, given_size, render
-from regionfocus.adapters.model_text import bounded
+from regionfocus.adapters.model_text import bounded, stops_mid_number
 from regionfocus.geometry import Point
 from regionfocus.model import Avoid, ModelReply, Option, Query
 from regionfocus.stars import star_map
@@ -33,6 +36,46 @@ from regionfocus.stars import star_map
 # long side (77 px on a 3840-px screenshot): about twice a star's reach, so a point aimed at a
 # star counts and a point somewhere else does not.
 CHOICE_POINT_TOLERANCE = 0.02
+
+# A tool call as the backends render a structured one (openai_replies.choice_text), or as a
+# model writes it: its body runs to the closing tag, the next opening one or the end.
+_CALL = re.compile(r"<tool_call>(.*?)(?=</tool_call>|<tool_call>|\Z)", re.S)
+_OPENERS = {"(": ")", "[": "]", "{": "}"}
+
+
+def cut_call(answer: str) -> str | None:
+    """The arguments of a tool call in ``answer`` that stop where a number may go on (``[644,
+    40`` of a cut ``"coordinate": [644, 40]``), or None. A server's tool parser hands on what
+    the model wrote, cut or not, as a string of arguments that is no JSON, under a finish reason
+    (``tool_calls``) that says the model finished: the transport cannot tell, so the reader must."""
+    for body in _CALL.findall(bounded(answer)):
+        try:
+            call = json.loads(body)
+        except ValueError:
+            continue  # a call the model wrote as text: the reader's, by the rule below
+        args = call.get("arguments") if isinstance(call, dict) else None
+        if not isinstance(args, str):
+            continue
+        try:
+            json.loads(args)
+        except ValueError:
+            if stops_mid_number(args.rstrip()):
+                return args
+    return None
+
+
+def left_open(text: str) -> bool:
+    """Whether ``text`` leaves a bracket open and stops where a number may go on (``(644, 4``,
+    ``click(start_box='(644,4``): a value cut inside a number, which a reader never closes
+    (``model_text.stops_mid_number``), so no fallback may read it either. Quotes are not
+    counted: prose has apostrophes ("the swatch's centre: 644, 40")."""
+    stack: list[str] = []
+    for c in text:
+        if c in _OPENERS:
+            stack.append(_OPENERS[c])
+        elif stack and c == stack[-1]:
+            stack.pop()
+    return bool(stack) and stops_mid_number(text.rstrip())
 
 
 class RoundRequests:
@@ -84,7 +127,9 @@ class RoundRequests:
         """RegionFocus's candidate request on a zoomed view: the authors' zoom text where the
         family has one (static setting), else the family's own request on a view. Their answer
         is bare coordinates ("x,y"), read as a click; an answer holding just two numbers (or four:
-        a box) gives them, as their ``pred_2_point`` reads it."""
+        a box) gives them, as their ``pred_2_point`` reads it, unless they were cut: a tool call
+        whose arguments stop inside a number is a failed call (:func:`cut_call`), and a value left
+        open inside a number is no point (:func:`left_open`), as the family's reader has it."""
         official = self._official("zoom", query)
         if official is None:
             return await self.act(image, query, zoomed=True)
@@ -92,10 +137,15 @@ class RoundRequests:
         answer, _, usage = await self.ask(
             Prompt(self.round_messages("zoom", await self.model_image(image), official))
         )
+        cut = cut_call(answer or "")
+        if cut is not None:  # a failed call, as a declared cut is: --retry-errors reruns it
+            error = f"the reply's tool-call arguments stop inside a number ({cut[-40:]!r}): cut, not finished"
+            return ModelReply(answer, usage=replace(usage, error=usage.error or error))
         action = self.parse_action(answer, *given)
-        xy = None if action else find_coordinates(answer or "", 2) or coords_from_value(bounded(answer or ""))
-        if xy:
-            action = Action(ActionType.CLICK, self.from_model(*xy, given))
+        if action is None and not left_open(answer or ""):
+            # The authors' pred_2_point: bare numbers, read from an answer with nothing left open.
+            xy = find_coordinates(answer or "", 2) or coords_from_value(bounded(answer or ""))
+            action = Action(ActionType.CLICK, self.from_model(*xy, given)) if xy else None
         return ModelReply(answer, action=action, point=action.point if action else None, usage=usage)
 
     def point_format(self) -> str:
