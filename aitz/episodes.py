@@ -37,15 +37,18 @@ class AitzError(ValueError):
 
 @dataclass(frozen=True)
 class GoldAction:
-    """The annotated action of one step. ``point``: CLICK point in image pixels;
-    ``direction``: SCROLL direction as the finger moves; ``text``: TYPE text; ``button``:
-    PRESS button (back, home, enter)."""
+    """The annotated action of one step. ``point``: the CLICK point in whole image pixels as the
+    official code states it (the lift point, rounded); ``touch``: where the finger touched, in
+    image pixels, unrounded, which AITW's tap matching compares (:func:`~regionfocus.aitz.scoring.match_step`);
+    ``direction``: SCROLL direction as the finger moves; ``text``: TYPE text; ``button``: PRESS
+    button (back, home, enter)."""
 
     type: str
     point: Point | None = None
     direction: str = ""
     text: str = ""
     button: str = ""
+    touch: Point | None = None
 
 
 @dataclass(frozen=True)
@@ -100,10 +103,13 @@ def gold_action(step: dict, size: tuple[int, int], where: str = "step") -> GoldA
         if not (isinstance(touch, list) and isinstance(lift, list) and len(touch) == 2 and len(lift) == 2):
             raise AitzError(f"{where}: a dual point needs result_touch_yx and result_lift_yx as [y, x]")
         if math.dist(touch, lift) <= SWIPE_DISTANCE:
-            # The touch point: AITW's check_actions_match compares taps by their touch_yx
-            # (CoAT coat/action_utils.py at 9ab1a9f); extract_gt_action's lift point only
-            # writes the action's text.
-            return GoldAction("click", Point(touch[1] * w, touch[0] * h))
+            # Two points, as the official code has them (IMNearth/CoAT coat/action_utils.py at
+            # bddd262a255203f11ba5bbdf5cd3484ab42c3590): extract_gt_action states a tap as its
+            # lift point in whole pixels, (round(lift_y * h), round(lift_x * w)), which is the
+            # gold click CoAT reports; check_actions_match compares taps by their touch_yx,
+            # unrounded, so the verdicts keep that one (benchmarks/aitz_agreement.py).
+            lift_px = Point(float(round(lift[1] * w)), float(round(lift[0] * h)))
+            return GoldAction("click", lift_px, touch=Point(touch[1] * w, touch[0] * h))
         dy, dx = abs(touch[0] - lift[0]), abs(lift[1] - touch[1])
         if dy >= 0.9 * dx:
             direction = "up" if lift[0] < touch[0] else "down"

@@ -3,14 +3,15 @@
 Matching (per step, the prediction against the gold action):
 - the types must agree (a dual point is a CLICK when touch and lift are within 0.04 of the
   screen, else a SCROLL);
-- CLICK, against the gold touch point; predicted as a point (AITW's rule): both points inside
-  one UI box enlarged by 1.4 of its height and width (``_resize_annotation_bounding_boxes``:
-  top and left move out by 0.7 of the size, clamped at the screen's edge, and the box keeps
-  its full 2.4x size, so a clamped box reaches further down or right), or within 0.14 of the
-  screen of each other (relative coordinates); predicted as a box (the CoAT evaluator's rule,
-  in its whole pixels: the gold point truncated, the box's corners rounded): the gold point
-  inside the box enlarged 1.2x, or the box overlapping (IoU > 0.5) a 1.2x-enlarged UI box
-  that holds the gold point;
+- CLICK, against the gold touch point (the gold states the lift point, rounded, as the
+  official ``extract_gt_action`` does; AITW's matching compares the touch); predicted as a
+  point (AITW's rule): both points inside one UI box enlarged by 1.4 of its height and width
+  (``_resize_annotation_bounding_boxes``: top and left move out by 0.7 of the size, clamped at
+  the screen's edge, and the box keeps its full 2.4x size, so a clamped box reaches further
+  down or right), or within 0.14 of the screen of each other (relative coordinates); predicted
+  as a box (the CoAT evaluator's rule, in its whole pixels: the gold point truncated, the box's
+  corners rounded): the gold point inside the box enlarged 1.2x, or the box overlapping
+  (IoU > 0.5) a 1.2x-enlarged UI box that holds the gold point;
 - SCROLL: the same direction, named as the finger moves (AITZ "scroll up" = a swipe from bottom
   to top, which reveals content below; :func:`from_action` converts a mouse-wheel direction);
 - TYPE: one text contains the other, or their Levenshtein ratio (indel-normalised, as the
@@ -121,7 +122,8 @@ def match_step(
         return False, False
     if gold.type == "click":
         assert gold.point is not None
-        g = Point(0.0, 0.0) if click_gold_at_origin else gold.point
+        # AITW matches taps by the gold touch point, not the lift point the gold states.
+        g = Point(0.0, 0.0) if click_gold_at_origin else (gold.touch or gold.point)
         w, h = step.size
         if pred.point is not None:
             p = pred.point

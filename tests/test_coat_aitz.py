@@ -187,12 +187,32 @@ def _hit(step, x, y, **kw) -> bool:
 # rest). Upstream: IMNearth/CoAT coat/action_utils.py at 9ab1a9f (AITW's check_actions_match
 # compares the taps' touch points; _resize_annotation_bounding_boxes clamps the top-left corner
 # at 0 and keeps the full 2.4x size) and coat/evaluate.py at 9ab1a9f (the [0, 0] gold point).
-def test_click_gold_is_the_touch_point_not_the_lift(tmp_path):
+def test_taps_are_matched_by_the_touch_point_the_gold_states_the_lift(tmp_path):
     st = _tap_step(tmp_path, [0.9, 0.5], [0.9, 0.53], [[300, 150, 30, 60]])  # lift 0.03 away: a tap
-    assert st.gold.point == Point(100, 360)
+    assert st.gold.point == Point(106, 360) and st.gold.touch == Point(100, 360)
     # (94, 306) is 0.138 of the screen from the touch point, 0.148 from the lift point
     assert _hit(st, 94, 306)
     assert not _hit(st, 88, 306)  # 0.146 from the touch point
+
+
+def test_the_gold_click_is_the_official_one(tmp_path):
+    """Issue 37 item 10. extract_gt_action (IMNearth/CoAT coat/action_utils.py at bddd262a)
+    states a tap by its lift point in whole pixels, ``round(lift_y * h), round(lift_x * w)``.
+    The official data example's click (IMNearth/CoAT data-example at 033bbe2,
+    GOOGLE_APPS-523638528775825151 step 2, 270x600) touches at (163.88, 299.02) and lifts at
+    (163.88, 298.02): the gold is (164, 298), the reader kept (163.9, 299.0)."""
+    touch = [0.49836206436157227, 0.6069772839546204]
+    lift = [0.49669790267944336, 0.6069772839546204]
+    raw = _step("X", 2, 4, 4, result_touch_yx=json.dumps(touch), result_lift_yx=json.dumps(lift))
+    raw.update(image_size=[270, 600])
+    (tmp_path / "x.json").write_text(json.dumps([raw]))
+    gold = load_aitz(tmp_path / "x.json")[0].steps[0].gold
+    assert gold.point == Point(164, 298)
+    assert gold.touch == Point(touch[1] * 270, touch[0] * 600)
+    # the teacher-forced history shows the agent the gold it states
+    from regionfocus.aitz.runner import gold_as_action
+
+    assert gold_as_action(gold).point == Point(164, 298)
 
 
 def test_box_rule_is_in_the_evaluators_whole_pixels(tmp_path):
@@ -207,7 +227,7 @@ def test_box_rule_is_in_the_evaluators_whole_pixels(tmp_path):
     raw.update(ui_positions=json.dumps([[500, 10, 40, 60]]), image_size=[270, 600])
     (tmp_path / "x.json").write_text(json.dumps([raw]))
     st = load_aitz(tmp_path / "x.json")[0].steps[0]
-    assert (int(st.gold.point.x), int(st.gold.point.y)) == (163, 299)
+    assert (int(st.gold.touch.x), int(st.gold.touch.y)) == (163, 299)
     # Enlarged 1.2x, (100, 280)-(158, 320) reaches x = 1.1 * 158 - 0.1 * 100 = 163.8: the
     # evaluator's gold (163) is inside, the unrounded touch (163.88) is not.
     assert match_step(st, Prediction("click", box=Box(100, 280, 158, 320))) == (True, True)
@@ -217,7 +237,7 @@ def test_box_rule_is_in_the_evaluators_whole_pixels(tmp_path):
     assert match_step(st, Prediction("click", box=Box(100, 280, 157.6, 320)))[1] is True
     assert match_step(st, Prediction("click", box=Box(100, 280, 157.4, 320)))[1] is False
     # AITW's tap rule keeps relative coordinates: the point rule is unchanged.
-    assert st.gold.point.x == pytest.approx(touch[1] * 270)
+    assert st.gold.touch.x == pytest.approx(touch[1] * 270)
 
 
 def test_box_enlargement_clamped_at_the_top_and_left_keeps_its_size(tmp_path):
