@@ -1,25 +1,16 @@
 """The OSWorld-style wrapper (plugins/osworld.py).
 
 Slow: a real X server (Xvfb) with a real application (tests/xvfb_app.py, Tk buttons), the actions
-executed as OSWorld's server executes them (``python -c "import pyautogui; import time;
-pyautogui.FAILSAFE = False; CODE"``, controllers/python.py's prefix) and screenshots taken as it
-takes them (the screen, then the pointer's real image from XFixes pasted with its top-left at the
-pointer: server/main.py's ``capture_screen_with_cursor``). The inner agent is a demo (it reads the
-app's button boxes and clicks beside the target, where nothing happens); the grounding model is
-the offline OCR stand-in, which reads the button labels.
+executed and the screenshots taken as OSWorld's server does (tests/xvfb_desktop.py). The inner
+agent is a demo (it reads the app's button boxes and clicks beside the target, where nothing
+happens); the grounding model is the offline OCR stand-in, which reads the button labels.
 
 Fast: what passes through untouched, bad input, the pointer it follows, the step log.
 """
 
 from __future__ import annotations
 
-import io
 import json
-import os
-import shutil
-import subprocess
-import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,18 +21,7 @@ from regionfocus.plugins import Focus
 from regionfocus.plugins.osworld import LOG_NAME, OSWorldFocus
 
 from .test_plugin_osworld_code import HOSTILE, watching
-
-ROOT = Path(__file__).resolve().parents[1]
-APP = ROOT / "tests" / "xvfb_app.py"
-SCREEN = (1024, 768)
-# OSWorld's PythonController runs every action with this prefix (desktop_env/controllers/python.py).
-PREFIX = "import pyautogui; import time; pyautogui.FAILSAFE = False; "
-
-
-def _png(image: Image.Image) -> bytes:
-    buf = io.BytesIO()
-    image.save(buf, format="PNG")
-    return buf.getvalue()
+from .xvfb_desktop import SCREEN, SIDES, Beside, DesktopError, application, episode, png_bytes, xvfb
 
 
 @dataclass
@@ -78,7 +58,7 @@ def focus():
 
 @pytest.fixture(scope="module")
 def blank_obs():
-    return {"screenshot": _png(Image.new("RGB", (320, 200), "white")), "accessibility_tree": None}
+    return {"screenshot": png_bytes(Image.new("RGB", (320, 200), "white")), "accessibility_tree": None}
 
 
 PASSING = [
@@ -186,146 +166,29 @@ def test_bad_agent_and_observation_are_one_line_errors(focus):
 
 
 # ------------------------------------------------------------------ slow: a real window
-class Desktop:
-    """One Xvfb display: OSWorld's screenshot and execution, done as its server does them."""
-
-    def __init__(self, display: str, env: dict[str, str]):
-        self.display, self.env = display, env
-
-    def screenshot(self) -> Image.Image:
-        from PIL import ImageGrab
-        from Xlib import display as xdisplay
-
-        shot = ImageGrab.grab(xdisplay=self.display).convert("RGB")
-        d = xdisplay.Display(self.display)
-        try:
-            d.xfixes_query_version()
-            root = d.screen().root
-            cur = d.xfixes_get_cursor_image(root)
-            argb = bytearray()
-            for v in cur.cursor_image:  # 0xAARRGGBB
-                argb += bytes(((v >> 16) & 255, (v >> 8) & 255, v & 255, (v >> 24) & 255))
-            sprite = Image.frombytes("RGBA", (cur.width, cur.height), bytes(argb))
-            p = root.query_pointer()
-        finally:
-            d.close()
-        shot.paste(sprite, (p.root_x, p.root_y), sprite)
-        return shot
-
-    def observe(self, scale: int = 1) -> dict:
-        shot = self.screenshot()
-        if scale != 1:  # a HiDPI screen: more screenshot pixels than pyautogui's logical ones
-            shot = shot.resize((shot.width * scale, shot.height * scale), Image.Resampling.NEAREST)
-        return {"screenshot": _png(shot), "accessibility_tree": None, "terminal": None, "instruction": None}
-
-    def execute(self, action: str) -> None:
-        if action in ("WAIT", "DONE", "FAIL"):
-            return
-        subprocess.run(
-            [sys.executable, "-c", PREFIX + action], env=self.env, check=True, timeout=60, capture_output=True
-        )
-        time.sleep(0.3)  # the app's redraw (OSWorld sleeps after every action too)
-
-    def move(self, x: int, y: int) -> None:
-        self.execute(f"pyautogui.moveTo({x}, {y})")
-
-
 @pytest.fixture(scope="session")
-def desktop(tmp_path_factory):
-    xvfb = shutil.which("Xvfb")
-    if xvfb is None:
-        pytest.fail("Xvfb is missing: bash scripts/setup.sh installs it (Debian package xvfb)")
+def desktop():
     try:
-        from Xlib.ext import xfixes  # noqa: F401
-    except ImportError:
-        pytest.fail(
-            "Xlib has no XFixes: python-xlib>=0.33 (the dev extra) must be installed over python3-xlib"
-        )
-    auth = tmp_path_factory.mktemp("x11") / "Xauthority"
-    auth.write_bytes(b"")  # no cookie: Xvfb runs without access control on its own socket only
-    read, write = os.pipe()
-    proc = subprocess.Popen(
-        [xvfb, "-displayfd", str(write), "-screen", "0", f"{SCREEN[0]}x{SCREEN[1]}x24", "-nolisten", "tcp"],
-        pass_fds=(write,),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    os.close(write)
-    with os.fdopen(read) as f:
-        number = f.readline().strip()  # Xvfb picks a free display and names it here
-    if not number:
-        proc.kill()
-        pytest.fail("Xvfb did not start")
-    display = f":{number}"
-    env = {**os.environ, "DISPLAY": display, "XAUTHORITY": str(auth)}
-    try:
-        yield Desktop(display, env)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        with xvfb(SCREEN) as d:
+            yield d
+    except DesktopError as e:
+        pytest.fail(str(e))
 
 
 @pytest.fixture
 def app(desktop, tmp_path):
     """The test application, fresh for each test: its output file and its buttons' boxes."""
-    out, layout = tmp_path / "clicked.txt", tmp_path / "layout.json"
-    proc = subprocess.Popen(
-        [sys.executable, str(APP), str(out), str(layout)],
-        env=desktop.env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    for _ in range(600):
-        if layout.exists() or proc.poll() is not None:
-            break
-        time.sleep(0.05)
-    if not layout.exists():
-        proc.kill()
-        pytest.fail(f"the test app did not start: {proc.stderr.read().decode()[-500:]}")
     try:
-        yield out, json.loads(layout.read_text())
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        with application(desktop, tmp_path) as started:
+            yield started
+    except DesktopError as e:
+        pytest.fail(str(e))
 
 
 @pytest.fixture(scope="module")
 def grounder():
     with Focus("ocr") as f:
         yield f
-
-
-class Beside:
-    """The demo agent: it knows where the button is and clicks ``gap`` px beyond its ``side``,
-    on the empty window, every step (a stubborn agent)."""
-
-    def __init__(self, box, side: str, gap: int = 30):
-        left, top, right, bottom = box
-        cx, cy = (left + right) // 2, (top + bottom) // 2
-        self.point = {
-            "right": (right + gap, cy),
-            "left": (left - gap, cy),
-            "below": (cx, bottom + gap),
-            "above": (cx, top - gap),
-        }[side]
-
-    def predict(self, instruction, obs):
-        x, y = self.point
-        return f"```python\npyautogui.click({x}, {y})\n```", [f"pyautogui.click({x}, {y})"]
-
-
-def _episode(desktop, wrapped, instruction, out, steps=3, scale=1):
-    """lib_run_single.py's loop: predict, execute each action, observe; stop once the app wrote."""
-    for _ in range(steps):
-        _, actions = wrapped.predict(instruction, desktop.observe(scale))
-        for a in actions:
-            desktop.execute(a)
-        if out.exists():
-            break
-    return out.read_text().split() if out.exists() else []
-
-
-SIDES = ("right", "below", "left", "above")
 
 
 @pytest.mark.slow
@@ -341,7 +204,7 @@ def test_a_click_beside_the_button_is_refined_onto_it(desktop, app, grounder, la
     inner = Beside(layout[label], side)
     grounder.reset()
     wrapped = OSWorldFocus(inner, grounder, cursor=(5, 700))
-    clicked = _episode(desktop, wrapped, f"Click the {label} button", out)
+    clicked = episode(desktop, wrapped, f"Click the {label} button", out)
     assert clicked == [label]
     first, second = wrapped.steps[:2]
     assert first["refined"] is False and first["trigger"] is None
@@ -354,19 +217,25 @@ def test_a_click_beside_the_button_is_refined_onto_it(desktop, app, grounder, la
 
 
 @pytest.mark.slow
-def test_without_the_cursor_box_the_moved_cursor_hides_the_failure(desktop, app, grounder):
-    """The same first step with a cursor box too small to cover the drawn cursor: the cursor's
-    move counts as a change, so step 2 runs the agent's click again unrefined (the wrapper learns
-    of the failure only when the cursor stays put)."""
-    out, layout = app
-    desktop.move(5, 700)
-    grounder.reset()
-    wrapped = OSWorldFocus(
-        Beside(layout["Open"], "right"), grounder, cursor=(5, 700), cursor_box=(0, 0, 1, 1)
-    )
-    clicked = _episode(desktop, wrapped, "Click the Open button", out)
-    assert [s["trigger"] for s in wrapped.steps] == [None, None, "no-effect"]
-    assert clicked == ["Open"]
+def test_the_drawn_cursor_does_not_hide_a_click_that_changed_nothing(desktop, tmp_path, grounder):
+    """An agent that misses a little further out each try (so no try repeats the last): with the
+    cursor box, its first miss is seen (only the drawn cursor moved) and step 2 is refined; with a
+    box too small for the cursor, every miss looks like a change and no round ever runs."""
+    runs = {}
+    for name, box in (("default", None), ("too small", (0, 0, 1, 1))):
+        folder = tmp_path / name.replace(" ", "-")
+        folder.mkdir()
+        with application(desktop, folder) as (out, layout):
+            desktop.move(5, 700)
+            grounder.reset()
+            options = {"cursor_box": box} if box else {}
+            inner = Beside(layout["Open"], "right", drift=25)
+            wrapped = OSWorldFocus(inner, grounder, cursor=(5, 700), **options)
+            runs[name] = (episode(desktop, wrapped, "Click the Open button", out), wrapped.steps)
+    clicked, steps = runs["default"]
+    assert clicked == ["Open"] and [s["trigger"] for s in steps] == [None, "no-effect"]
+    clicked, steps = runs["too small"]
+    assert clicked == [] and [s["trigger"] for s in steps] == [None, None, None]
 
 
 @pytest.mark.slow
@@ -377,7 +246,7 @@ def test_a_hidpi_screenshot_is_scaled_both_ways(desktop, app, grounder):
     desktop.move(5, 700)
     grounder.reset()
     wrapped = OSWorldFocus(Beside(layout["Undo"], "below"), grounder, cursor=(5, 700), screen_size=SCREEN)
-    clicked = _episode(desktop, wrapped, "Click the Undo button", out, scale=2)
+    clicked = episode(desktop, wrapped, "Click the Undo button", out, scale=2)
     assert clicked == ["Undo"]
     trace_point = wrapped.steps[1]["trace"]["action"]["point"]
     left, top, right, bottom = layout["Undo"]
