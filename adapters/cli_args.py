@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from regionfocus.adapters.backends.base import MAX_REPLY_BYTES
+from regionfocus.kit.flags import non_negative, whole
 from regionfocus.model import GroundingModel
 
 
@@ -132,7 +133,7 @@ def _request_arguments(g: argparse._ArgumentGroup) -> None:
     )
     g.add_argument(
         "--max-tokens",
-        type=_positive_int,
+        type=whole(1),
         default=None,
         metavar="N",
         help="claude, gemini, openai: the output budget of each request, thinking included (default: the "
@@ -155,7 +156,7 @@ def _request_arguments(g: argparse._ArgumentGroup) -> None:
     )
     g.add_argument(
         "--max-retry-wait",
-        type=_seconds,
+        type=non_negative,
         default=None,
         metavar="S",
         help="the longest wait a busy server may ask for (Retry-After, RetryInfo) before the call fails "
@@ -180,26 +181,6 @@ def _agent(name: str) -> str:
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
     return name
-
-
-def _positive_int(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {value!r}")
-    return n
-
-
-def _seconds(value: str) -> float:
-    try:
-        s = float(value)
-    except ValueError:
-        s = -1.0
-    if not 0 <= s < float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0, got {value!r}")
-    return s
 
 
 def _reply_bytes(value: str) -> int:

@@ -178,7 +178,7 @@ def test_an_id_no_rule_names_is_said_once_with_the_way_to_choose_another(caplog)
     assert len(lines) == 1 and "'claude-nova-9'" in lines[0] and "--model-rule" in lines[0]
     adapter = build_hosted("claude", model="claude-nova-9", rule_model="claude-sonnet-5")
     assert (
-        adapter.input_size(K4) == (2576, 1449) and adapter.request_facts()["model_rule"] == "claude-opus-5*"
+        adapter.input_size(K4) == (2576, 1449) and adapter.request_facts()["model_rule"] == "claude-sonnet-5*"
     )
 
 
@@ -217,3 +217,37 @@ def test_an_echoed_tool_tag_in_claudes_prose_is_not_the_answer():
     assert (reply.point.x, reply.point.y) == (800.0, 450.0)  # the real call, not the echoed [2, 2]
     # The record's text, read again (a report, a rerun), holds no call: tags there are prose.
     assert tool_calls(str(call.text)) == ()
+
+
+def test_every_rule_cites_sources_that_say_what_they_establish():
+    from importlib import resources
+
+    from regionfocus.adapters.families.hosted_models import _table
+
+    text = (
+        resources.files("regionfocus.adapters.families")
+        .joinpath("prompts", "hosted", "SOURCES.md")
+        .read_text()
+    )
+    for provider, rules in _table().items():
+        for rule in rules:
+            assert rule.sources, rule.patterns
+            for key in rule.sources:
+                assert f"| `{key}` |" in text, (provider, rule.patterns, key)
+
+
+def test_the_hosted_flags_are_refused_for_an_agent_that_has_none(tmp_path, capsys):
+    from regionfocus.screenspot_pro.cli import main
+
+    from .test_screenspot_helpers import fresh_dataset
+
+    data = fresh_dataset(tmp_path / "data")
+    code = main(
+        ["--data", str(data), "--out", str(tmp_path / "run"), "--agent", "ocr", "--reasoning-effort", "high"]
+    )
+    err = capsys.readouterr().err
+    assert (
+        code == 2
+        and "--reasoning-effort: for the hosted agents (claude, gemini, openai), not --agent ocr" in err
+    )
+    assert not (tmp_path / "run" / "records.jsonl").exists()

@@ -145,8 +145,9 @@ class HostedAdapter(VlmAdapter):
     ) -> None:
         options.pop("prefill", None)  # no provider continues a pre-filled turn the vLLM way
         self.model_name = model or getattr(backend, "model", None) or self.default_model
+        self.rule_model = rule_model or getattr(backend, "rule_model", None)
         self.rule: ModelRule = getattr(backend, "rule", None) or model_rule(
-            self.provider, rule_model or self.model_name
+            self.provider, self.rule_model or self.model_name
         )
         warn_if_unnamed(
             self.provider,
@@ -174,7 +175,7 @@ class HostedAdapter(VlmAdapter):
         the model whose rule applies, the request format, the detail level, the image rule."""
         return {
             "provider": self.provider,
-            "model_rule": self.rule.patterns[0],
+            "model_rule": self.rule.pattern_for(self.rule_model or self.model_name),
             "request_format": self.request,
             "detail": self.detail,
             "image_rule": {k: v for k, v in vars(self.image_rule).items() if v},

@@ -147,6 +147,11 @@ class ModelRule:
     image_tokens: dict[str, int] | None = None
     sampling: str = ""
 
+    def pattern_for(self, model: str) -> str:
+        """The pattern of this rule that names ``model`` (the first one when none does)."""
+        name = (model or "").strip().lower().rsplit("/", 1)[-1]
+        return next((p for p in self.patterns if fnmatch.fnmatchcase(name, p.lower())), self.patterns[0])
+
     @property
     def fallback(self) -> bool:
         return self.patterns == ("*",)
@@ -168,8 +173,8 @@ class ModelRule:
 
     def thinking_kwargs(self, word: str | None, max_tokens: int) -> dict[str, Any]:
         """The request arguments (top level, or Gemini's config) that set reasoning to ``word``."""
-        if self.reasoning is None or word is None:
-            return {}
+        if self.reasoning is None or word is None or word == "default":
+            return {}  # "default": the provider's own setting for the model, nothing sent
         kind = self.reasoning.kind
         if kind == "openai-effort":
             return {"reasoning": {"effort": word}}
