@@ -25,6 +25,7 @@ ROW: dict[str, Any] = {
         "action": {"type": ["object", "null"]},
         "correctness": {"enum": [CORRECT, WRONG, WRONG_FORMAT]},
         "raw_response": {"type": "string"},
+        "non_click": {"type": "boolean"},  # a scroll, hover or typing at a point: scored wrong
         "error": _TEXT_OR_NULL,
         "cost": {"type": "object"},
         "seconds": _SECONDS,

@@ -26,7 +26,9 @@ from regionfocus.adapters import get_adapter
 from regionfocus.adapters.backends.base import ToolCall
 from regionfocus.adapters.families.hosted import Answer, ClaudeAdapter, GeminiAdapter, OpenAIAdapter
 from regionfocus.geometry import Point
+from regionfocus.kit.records import check_record
 from regionfocus.screenspot_pro.dataset import Sample
+from regionfocus.screenspot_pro.record_fields import RECORD_FIELDS
 from regionfocus.screenspot_pro.runner import action_point, make_record
 
 from .scripted import ScriptedModel
@@ -152,6 +154,7 @@ def test_an_action_at_the_target_that_is_not_a_click_is_no_correct_click(name):
             assert r["correctness"] == "wrong" and r["point"] is None and r["non_click"] is True, (row, r)
             assert r["action"]["type"] == kind.value  # recorded as what it was
         assert record["baseline"]["action"]["point"] == [action.point.x, action.point.y]
+        assert check_record(record, RECORD_FIELDS) is None  # the record contract knows the field
 
 
 def test_every_click_button_is_a_grounding_answer():
@@ -207,6 +210,8 @@ def test_the_summary_counts_the_answers_that_were_not_clicks():
             RegionFocusAgent(_answering(action, Verdict.YES), enabled=False).predict(SHOT, "x")
         )
         records.append(make_record(replace(SAMPLE, id=f"s{i}"), pred, None, 0.1))
+    bad = {**records[0], "baseline": {**records[0]["baseline"], "non_click": "yes"}}
+    assert check_record(bad, RECORD_FIELDS)[0] == "baseline.non_click"
     text = summary_markdown(records, {"identity": {"regionfocus_enabled": False}})
     assert "Not clicks (a scroll, hover or typing at a point; counted wrong): baseline 2, final 2." in text
     assert "Not clicks" not in summary_markdown(records[1:2], {"identity": {"regionfocus_enabled": False}})
