@@ -24,7 +24,6 @@ Every answer is mapped back to pixels of the image the caller gave. Sources:
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import re
 from dataclasses import dataclass, field
@@ -34,13 +33,21 @@ from PIL import Image
 
 from regionfocus.actions import Action, ActionType
 from regionfocus.adapters.backends.base import Message, ToolCall
-from regionfocus.adapters.families.answers import bare_click, find_coordinates, split_keys, typed_text
+from regionfocus.adapters.families.answers import bare_click, find_coordinates
 from regionfocus.adapters.families.hosted_models import ImageRule, ModelRule, model_rule, warn_if_unnamed
+from regionfocus.adapters.families.hosted_tools import (
+    Answer,
+    claude_action,
+    gemini_action,
+    openai_action,
+    tool_calls,
+    xy_pair,
+)
 from regionfocus.adapters.families.prompting import Prompt, render
 from regionfocus.adapters.families.qwen import loads_lenient
 from regionfocus.adapters.families.resize import Resized
 from regionfocus.adapters.families.vlm import VlmAdapter
-from regionfocus.adapters.model_text import bounded, finite_number, sound_action
+from regionfocus.adapters.model_text import bounded, sound_action
 from regionfocus.geometry import Point
 from regionfocus.model import ModelReply, Option, Query
 from regionfocus.resample import bicubic
@@ -50,69 +57,11 @@ log = logging.getLogger(__name__)
 REQUESTS = ("prompt", "computer-use")
 
 
-class Answer(str):
-    """A hosted reply's text with the tool calls the provider returned as data. The text is what
-    the record shows (prose, then each call rendered after it); the reader takes calls from
-    ``tool_calls`` only, so a tag the model wrote in its prose, or echoed from an instruction,
-    is text and never a call."""
-
-    tool_calls: tuple[ToolCall, ...] = ()
-
-    def __new__(cls, text: str, tool_calls: list[ToolCall] | tuple[ToolCall, ...] = ()) -> Answer:
-        shown = text
-        for call in tool_calls:
-            shown += (
-                "\n" if shown else ""
-            ) + f"[tool call {call.name}: {json.dumps(call.args, ensure_ascii=False)}]"
-        out = super().__new__(cls, shown)
-        out.tool_calls = tuple(tool_calls)
-        out.prose = text
-        return out
-
-
-def tool_calls(answer: str) -> tuple[ToolCall, ...]:
-    """The provider's tool calls behind ``answer`` (none for plain text)."""
-    return getattr(answer, "tool_calls", ())
-
-
 @dataclass
 class HostedPrompt(Prompt):
     """A request plus the provider options it needs (``tools``, ``betas``, ``truncation``)."""
 
     options: dict[str, Any] = field(default_factory=dict)
-
-
-def _xy(value: Any) -> Point | None:
-    """A [x, y] list as a Point, if both are finite numbers."""
-    if isinstance(value, (list, tuple)) and len(value) == 2:
-        x, y = (finite_number(v) if isinstance(v, (int, float)) else None for v in value)
-        if x is not None and y is not None:
-            return Point(x, y)
-    return None
-
-
-def _num(args: dict[str, Any], key: str) -> float | None:
-    v = args.get(key)
-    return finite_number(v) if isinstance(v, (int, float)) else None
-
-
-def _named_xy(args: dict[str, Any], kx: str = "x", ky: str = "y") -> Point | None:
-    x, y = _num(args, kx), _num(args, ky)
-    return Point(x, y) if x is not None and y is not None else None
-
-
-_CLICKS = {
-    "left_click": (ActionType.CLICK, 1),
-    "click": (ActionType.CLICK, 1),
-    "click_at": (ActionType.CLICK, 1),
-    "double_click": (ActionType.DOUBLE_CLICK, 2),
-    "triple_click": (ActionType.CLICK, 3),
-    "right_click": (ActionType.RIGHT_CLICK, 1),
-    "middle_click": (ActionType.MIDDLE_CLICK, 1),
-    "mouse_move": (ActionType.HOVER, 0),
-    "move": (ActionType.HOVER, 0),
-    "hover_at": (ActionType.HOVER, 0),
-}
 
 
 class HostedAdapter(VlmAdapter):
@@ -376,34 +325,7 @@ class ClaudeAdapter(HostedAdapter):
         return {"tools": [definition], **({"betas": [beta]} if beta else {})}
 
     def tool_action(self, call: ToolCall) -> Action | None:
-        # The single computer tool names its action in the input; a toolset member is the name.
-        args = call.args
-        name = args.get("action") if call.name == "computer" else call.name
-        if not isinstance(name, str):
-            return None
-        point = _xy(args.get("coordinate"))
-        if name in _CLICKS:
-            t, clicks = _CLICKS[name]
-            if point is None:
-                return None
-            return Action(t, point, extras={"clicks": 3} if clicks == 3 else {})
-        if name == "left_click_drag":
-            start = _xy(args.get("start_coordinate"))
-            return Action(ActionType.DRAG, start, point) if point is not None and start is not None else None
-        if name == "type" and isinstance(args.get("text"), str):
-            text, submit = typed_text(args["text"])
-            return Action(ActionType.TYPE, text=text, submit=submit)
-        if name == "key":
-            keys = split_keys(args.get("text", ""))
-            return Action(ActionType.HOTKEY, keys=keys) if keys else None
-        if name == "scroll":
-            direction = args.get("scroll_direction")
-            if direction not in ("up", "down", "left", "right"):
-                return None
-            return Action(ActionType.SCROLL, point, direction=direction, amount=_num(args, "scroll_amount"))
-        if name == "wait":
-            return Action(ActionType.WAIT, amount=_num(args, "duration"))
-        return None  # screenshot, zoom, cursor_position: no action on the screen
+        return claude_action(call)
 
 
 class OpenAIAdapter(HostedAdapter):
@@ -444,44 +366,7 @@ class OpenAIAdapter(HostedAdapter):
         return {"tools": [definition]}
 
     def tool_action(self, call: ToolCall) -> Action | None:
-        args = call.args
-        kind = args.get("type")
-        point = _named_xy(args)
-        if kind == "click":
-            button = args.get("button", "left")
-            t = {
-                "left": ActionType.CLICK,
-                "right": ActionType.RIGHT_CLICK,
-                "wheel": ActionType.MIDDLE_CLICK,
-            }.get(button)
-            return Action(t, point) if t is not None and point is not None else None
-        if kind in ("double_click", "move"):
-            t = ActionType.DOUBLE_CLICK if kind == "double_click" else ActionType.HOVER
-            return Action(t, point) if point is not None else None
-        if kind == "drag":
-            path = [
-                p
-                for p in (_named_xy(q) for q in args.get("path", []) if isinstance(q, dict))
-                if p is not None
-            ]
-            return Action(ActionType.DRAG, path[0], path[-1]) if len(path) >= 2 else None
-        if kind == "type" and isinstance(args.get("text"), str):
-            text, submit = typed_text(args["text"])
-            return Action(ActionType.TYPE, text=text, submit=submit)
-        if kind == "keypress":
-            keys = split_keys(args.get("keys", []))
-            return Action(ActionType.HOTKEY, keys=keys) if keys else None
-        if kind == "scroll":
-            sx, sy = _num(args, "scroll_x") or 0.0, _num(args, "scroll_y") or 0.0
-            if sx == 0 and sy == 0:
-                return None
-            direction = (
-                ("down" if sy > 0 else "up") if abs(sy) >= abs(sx) else ("right" if sx > 0 else "left")
-            )
-            return Action(ActionType.SCROLL, point, direction=direction, amount=max(abs(sx), abs(sy)))
-        if kind == "wait":
-            return Action(ActionType.WAIT)
-        return None
+        return openai_action(call)
 
 
 class GeminiAdapter(HostedAdapter):
@@ -522,7 +407,7 @@ class GeminiAdapter(HostedAdapter):
             obj = loads_lenient(text[m.start() :])
             if not isinstance(obj, dict):
                 continue
-            yx = _xy(obj.get("point"))
+            yx = xy_pair(obj.get("point"))
             if yx is not None:
                 return Point(yx.y, yx.x)
             box = obj.get("box_2d")
@@ -546,32 +431,7 @@ class GeminiAdapter(HostedAdapter):
         return super()._choice_by_point(f"({p.x}, {p.y})", options, size) if p is not None else None
 
     def tool_action(self, call: ToolCall) -> Action | None:
-        args, name = call.args, call.name
-        point = _named_xy(args)
-        if name in _CLICKS:
-            t, clicks = _CLICKS[name]
-            if point is None:
-                return None
-            return Action(t, point, extras={"clicks": 3} if clicks == 3 else {})
-        if name in ("type_text_at", "type") and isinstance(args.get("text"), str):
-            text, submit = typed_text(args["text"])
-            return Action(ActionType.TYPE, point, text=text, submit=submit or bool(args.get("press_enter")))
-        if name == "drag_and_drop":
-            end = _named_xy(args, "destination_x", "destination_y")
-            return Action(ActionType.DRAG, point, end) if point is not None and end is not None else None
-        if name in ("key_combination", "hotkey", "press_key"):
-            keys = split_keys(args.get("keys", args.get("key", "")))
-            return Action(ActionType.HOTKEY, keys=keys) if keys else None
-        if name in ("scroll_at", "scroll", "scroll_document"):
-            direction = args.get("direction")
-            if direction not in ("up", "down", "left", "right"):
-                return None
-            return Action(ActionType.SCROLL, point, direction=direction, amount=_num(args, "magnitude"))
-        if name in ("wait", "wait_5_seconds"):
-            return Action(ActionType.WAIT, amount=5.0 if name == "wait_5_seconds" else _num(args, "seconds"))
-        if name == "go_back":
-            return Action(ActionType.BACK)
-        return None
+        return gemini_action(call)
 
 
 def build_hosted(
