@@ -112,7 +112,7 @@ def accuracy_against_cost(panels: Sequence[Panel], *, title: str, ylabel: str) -
         ax.grid(True, color="#e4e4e4", linewidth=0.8, zorder=0)
     axes[0].set_ylabel(ylabel)
     fig.suptitle(title, wrap=True, parse_math=False)
-    points = {ax: panel.points for ax, panel in zip(axes, panels, strict=True)}
+    points = {ax: panel for ax, panel in zip(axes, panels, strict=True)}
     return _finish(fig, points, _legend_of([p for panel in panels for p in panel.points]))
 
 
@@ -214,7 +214,7 @@ def _legend_of(points: Sequence[Point]) -> list[tuple[str, Line2D]]:
 
 
 # ------------------------------------------------------------------------------ labels
-def _finish(fig: Figure, points: dict[Any, Sequence[Point]], legend: list | None) -> Figure:
+def _finish(fig: Figure, points: dict[Any, Panel], legend: list | None) -> Figure:
     """Lay the figure out, place the point labels, thin crowded ticks; a legend when some label
     found no place. Raises FigureError when texts still overlap or leave the canvas."""
     fig.draw_without_rendering()
@@ -241,15 +241,15 @@ def _finish(fig: Figure, points: dict[Any, Sequence[Point]], legend: list | None
     return fig
 
 
-def _place_all(fig: Figure, points: dict[Any, Sequence[Point]]) -> list[str]:
+def _place_all(fig: Figure, points: dict[Any, Panel]) -> list[str]:
     renderer = fig.canvas.get_renderer()
     unplaced = []
-    for ax, pts in points.items():
+    for ax, panel in points.items():
         frame = ax.get_window_extent(renderer).padded(-_PAD)
         obstacles = _point_boxes(ax, renderer)
         placed: list[Bbox] = []
-        for p in sorted(pts, key=lambda p: (-p.y, p.x)):
-            box = _place(ax, p, renderer, frame, obstacles + placed)
+        for p in sorted(panel.points, key=lambda p: (-p.y, p.x)):
+            box = _place(ax, panel.key, p, renderer, frame, obstacles, placed)
             if box is None:
                 unplaced.append(p.label)
             else:
@@ -263,7 +263,11 @@ _NEAR = [(9, 0), (-9, 0), (0, 10), (0, -10), (9, 8), (-9, 8), (9, -8), (-9, -8)]
 _FAR = [(r * math.cos(a), r * math.sin(a)) for r in (22, 36, 52) for a in (k * math.pi / 4 for k in range(8))]
 
 
-def _place(ax: Any, p: Point, renderer: Any, frame: Bbox, taken: list[Bbox]) -> Bbox | None:
+def _place(
+    ax: Any, key: str, p: Point, renderer: Any, frame: Bbox, obstacles: list[Bbox], placed: list[Bbox]
+) -> Bbox | None:
+    """The first offset where ``p``'s label stays inside ``frame`` and clear of every point,
+    interval and label placed so far (a leader line, too, crosses no label); its box, or None."""
     for dx, dy in _NEAR + _FAR:
         far = (dx, dy) not in _NEAR
         ha = "left" if dx > 2 else "right" if dx < -2 else "center"
@@ -283,7 +287,7 @@ def _place(ax: Any, p: Point, renderer: Any, frame: Bbox, taken: list[Bbox]) -> 
             if far
             else None,
         )
-        text.set_gid(f"label:{p.label}")
+        text.set_gid(f"label:{key}:{p.label}")
         text.update_positions(renderer)
         box = Text.get_window_extent(text, renderer).padded(_PAD)
         if (
@@ -291,11 +295,20 @@ def _place(ax: Any, p: Point, renderer: Any, frame: Bbox, taken: list[Bbox]) -> 
             and frame.containsx(box.x1)
             and frame.containsy(box.y0)
             and frame.containsy(box.y1)
-            and not any(box.overlaps(t) for t in taken)
+            and not any(box.overlaps(t) for t in [*obstacles, *placed])
+            and not (far and _crosses(ax, p, (dx, dy), renderer, placed))
         ):
             return box
         text.remove()
     return None
+
+
+def _crosses(ax: Any, p: Point, offset: tuple[float, float], renderer: Any, boxes: list[Bbox]) -> bool:
+    """Whether the leader line from ``p`` to its label at ``offset`` (points) runs through a box."""
+    (x, y) = ax.transData.transform((p.x, p.y))
+    k = renderer.points_to_pixels(1.0)
+    steps = [i / 16 for i in range(17)]
+    return any(b.contains(x + t * offset[0] * k, y + t * offset[1] * k) for t in steps for b in boxes)
 
 
 def _point_boxes(ax: Any, renderer: Any) -> list[Bbox]:
