@@ -164,27 +164,35 @@ def test_mvp_refuses_a_model_without_the_attention_pass_and_names_mvp_grid():
     assert model.asked == [] and [c.kind for c in res.calls] == ["view[0]"]
 
 
-def test_mvp_whose_attention_pass_finds_no_positions_says_it_ran_with_grid_views():
-    # an answer without the separator token gives no positions: that sample takes the grid
-    # views, and its result says so in a "ran with" note (the comparison table repeats it)
-    model = Attending(full=Point(400, 700), zoomed=None, positions=[])
-    res = run(MVP(views=2), model, baseline=click(400, 700))
-    assert [c.kind for c in res.calls] == ["attention", "view[0]", "view[1]"]
-    assert {"stage": "views", "proposal": "grid"} in res.steps
-    assert res.steps[-1]["windows"] == [[0, 0, 800, 1000], [800, 0, 1600, 1000]]
-    assert "ran with grid views: no attention positions (the answer had no separator token)" in res.notes
+def test_mvp_whose_attention_pass_finds_no_step_fails_the_sample_naming_the_answer():
+    # An answer without the separator gives the pass no decoding step to read: the sample's MVP
+    # fails, naming the answer (the code has no states there either), instead of quietly
+    # running the grid views under MVP's name; through the harness it is that strategy's error.
+    @dataclass
+    class NoStep(Attending):
+        async def attention(self, image, query, top_k):
+            raise ValueError(
+                "no attention step: the answer \"click(point='<point>5 5</point>')\" holds no ','"
+            )
+
+    model = NoStep(full=Point(400, 700), zoomed=Point(9, 9))
+    with pytest.raises(
+        RuntimeError, match=r"mvp: the attention pass gave no views \(ValueError: no attention step"
+    ):
+        run(MVP(views=2), model, baseline=click(400, 700))
+    pred = StaticPrediction(baseline=click(400, 700), final=None, verdict=None, trigger=None)
+    got = asyncio.run(run_peers(["mvp"], model, SHOT, "the save button", pred))
+    assert isinstance(got["mvp"], RuntimeError) and "mvp-grid" in str(got["mvp"])
 
 
-def test_mvp_whose_attention_call_fails_records_it_and_grounds_no_views():
+def test_mvp_whose_attention_call_fails_is_the_samples_error():
     @dataclass
     class Broken(Attending):
         async def attention(self, image, query, top_k):
             raise RuntimeError("attention_layer 20 is past the model's last decoder layer")
 
-    res = run(MVP(), Broken(full=Point(400, 700), zoomed=Point(9, 9)), baseline=click(400, 700))
-    assert [c.kind for c in res.calls] == ["attention"] and res.totals()["errors"] == 1
-    assert res.point == Point(400, 700) and not any(n.startswith("ran with grid") for n in res.notes)
-    assert "the attention pass failed (RuntimeError: attention_layer 20 is past" in res.notes[0]
+    with pytest.raises(RuntimeError, match="attention_layer 20 is past"):
+        run(MVP(), Broken(full=Point(400, 700), zoomed=Point(9, 9)), baseline=click(400, 700))
 
 
 def test_mvp_with_no_point_anywhere_keeps_the_baseline_and_zero_views_cost_nothing():
@@ -314,6 +322,8 @@ def colour_responder(body: dict) -> Reply:
         ys, xs = np.nonzero(np.abs(arr - rgb).max(axis=2) <= 12)
         if len(xs):
             x, y = round((xs.min() + xs.max() + 1) / 2), round((ys.min() + ys.max() + 1) / 2)
+    if "Output the coordinate pair exactly:\n(x,y)" in request_text(body):  # MVP's own request
+        return Reply.text(f"({x},{y})", prompt_tokens=(img.width // 28) * (img.height // 28) + 40)
     cont = f"{x}, {y}]}}}}\n</tool_call>"
     if not body.get("continue_final_message"):
         cont = (
@@ -376,7 +386,12 @@ def test_harness_runs_both_over_http_and_their_results_rescore_exactly(servers, 
         assert (out / f"results_{name}.json").read_bytes() == before
     assert not (out / "results_mvp.json").exists()  # the grid form is never filed as MVP
     mvp = next(r for r in recs if r["id"] == "appb_0")["strategies"]["mvp-grid"]["trace"]
-    assert [c["kind"] for c in mvp["calls"]] == ["view[0]", "view[1]", "view[2]", "view[3]"]
+    assert [c["kind"] for c in mvp["calls"]] == ["full", "view[0]", "view[1]", "view[2]", "view[3]"]
+    # MVP's own request, as its code sends it: its system prompt with the size sent, 32 new tokens
+    mvp_bodies = [b for b in server.stats.bodies if "Output the coordinate pair exactly" in request_text(b)]
+    assert mvp_bodies and all(
+        b["max_tokens"] == 32 and b["messages"][0]["role"] == "system" for b in mvp_bodies
+    )
     summary = (out / "summary.md").read_text()
     assert "| zoom-consistency |" in summary and "| mvp-grid |" in summary and "| mvp |" not in summary
     # the router's row says the pixel limit it ran with, beside the official code's

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
 from functools import partial
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from PIL import Image
 
@@ -30,10 +29,14 @@ from regionfocus.adapters.families.prompting import GIVEN_SIZE_KEY, Prompt, give
 from regionfocus.adapters.families.resize import Resized, ResizeSpec, resize_for_model
 from regionfocus.adapters.families.round_requests import RoundRequests
 from regionfocus.adapters.families.star_patch import starred_patch
+from regionfocus.adapters.families.strategy_requests import StrategyRequests
 from regionfocus.adapters.model_text import bounded, sound_action
 from regionfocus.geometry import Box, Point
 from regionfocus.model import ModelReply, Option, Query, Turn
 from regionfocus.stars import draw_stars
+
+if TYPE_CHECKING:
+    from regionfocus.strategies.protocol import OwnPrompt
 
 Frame = Literal["relative", "absolute"]
 # `vllm serve` flags every family shares (docs/ARCHITECTURE.md §5): --generation-config vllm, or
@@ -80,7 +83,7 @@ def to_model(
 
 
 # ------------------------------------------------------------------ the adapter
-class VlmAdapter(RoundRequests):
+class VlmAdapter(RoundRequests, StrategyRequests):
     """A GroundingModel over a :class:`~regionfocus.adapters.backends.base.ChatBackend` for one model family.
 
     Subclasses set ``name``, ``frame``, ``default_resize``, the prompt file names and
@@ -101,6 +104,7 @@ class VlmAdapter(RoundRequests):
     checkpoint: str | None = None  # the public checkpoint `serve-command` starts
     serve_flags: tuple[str, ...] = VLLM_FLAGS
     viewport: tuple[int, int] = (1440, 1440)  # the paper's browser window for UI-TARS
+    own_prompt: OwnPrompt | None = None  # a strategy's own grounding request (:meth:`prompted`)
 
     def __init__(
         self,
@@ -440,6 +444,8 @@ class VlmAdapter(RoundRequests):
         return resp.text, resp.text, resp.usage
 
     def _parse_answer(self, answer: str, continuation: str, size: tuple[int, int]) -> Action | None:
+        if self.own_prompt is not None:
+            return self._own_answer(answer, size)
         action = self.parse_action(answer, *size)
         if action is None and continuation is not answer:
             action = self.parse_action(continuation, *size)
@@ -503,75 +509,3 @@ class VlmAdapter(RoundRequests):
         w, h = self.input_size(size)
         f = self.resize.last.factor
         return -(-w // f) * -(-h // f)
-
-    async def sample(self, image: Image.Image, query: Query, n: int, temperature: float) -> Any:
-        """``n`` grounding answers on ``image`` at ``temperature`` in one request (the API's
-        ``n`` with ``logprobs``), each parsed like :meth:`act`, with its mean token probability.
-        A backend without ``complete_n`` (in-process) is asked ``n`` times."""
-        from regionfocus.strategies.protocol import Samples  # the core's type; adapters may import the core
-
-        resized = await self.model_image(image)
-        kind = "agent" if query.mode == "agent" else "grounding"
-        prompt = await self.task_prompt_async(kind, resized, image.size, query, False)
-        prefill = prompt.prefill if (prompt.prefill and self.prefill) else ""
-        messages = (
-            [*prompt.messages, {"role": "assistant", "content": prefill}] if prefill else prompt.messages
-        )
-        extra = {"continue_final_message": True, "add_generation_prompt": False} if prefill else {}
-        many = getattr(self.backend, "complete_n", None)
-        if many is not None:
-            outs, usage = await many(
-                messages, n=n, max_tokens=self.max_tokens, temperature=temperature, **self.sampling, **extra
-            )
-        else:
-            resps = await asyncio.gather(*(self._complete(messages, temperature, **extra) for _ in range(n)))
-            outs = [(r.text, None) for r in resps]
-            usage = resps[0].usage if resps else None
-            if usage is not None:
-                usage.latency_s = max(r.usage.latency_s for r in resps)
-                usage.prompt_tokens = _sum_or_none([r.usage.prompt_tokens for r in resps])
-                usage.completion_tokens = _sum_or_none([r.usage.completion_tokens for r in resps])
-        replies, confidences = [], []
-        for text, logprobs in outs:
-            answer = prefill + text
-            action = self._parse_answer(answer, text, image.size)
-            replies.append(ModelReply(answer, action=action, point=action.point if action else None))
-            confidences.append(math.exp(sum(logprobs) / len(logprobs)) if logprobs else None)
-        return Samples(replies, confidences, usage) if usage is not None else Samples(replies, confidences)
-
-    async def chat(self, image: Image.Image | None, text: str) -> ModelReply:
-        """A free-form question about ``image`` (or none): a planner's or checker's request."""
-        if image is None:
-            messages: list[Message] = [{"role": "user", "content": [{"type": "text", "text": text}]}]
-        else:
-            messages = self.own_messages(await self.model_image(image), text)
-        answer, _, usage = await self.ask(Prompt(messages))
-        return ModelReply(answer, usage=usage)
-
-    async def chat_images(self, images: Sequence[Image.Image], text: str) -> ModelReply:
-        """A free-form question about several images in one request (GUI-Lens's review): the
-        request :meth:`chat` sends, every image where it puts its one, in order, each at the
-        size the model sees. Every backend here carries several images in a message (vLLM up
-        to ``--limit-mm-per-prompt``, 5 with this project's serve flags)."""
-        if not images:
-            return await self.chat(None, text)
-        resized = [await self.model_image(im) for im in images]
-        messages = self.own_messages(resized[0], text)
-        out: list[Message] = []
-        for m in messages:
-            content = m.get("content")
-            if isinstance(content, list) and any(p.get("image") is resized[0] for p in content):
-                parts: list[dict[str, Any]] = []
-                for p in content:
-                    if p.get("image") is resized[0]:
-                        parts += [{**p, "image": im} for im in resized]
-                    else:
-                        parts.append(p)
-                m = {**m, "content": parts}
-            out.append(m)
-        answer, _, usage = await self.ask(Prompt(out))
-        return ModelReply(answer, usage=usage)
-
-
-def _sum_or_none(values: Sequence[int | None]) -> int | None:
-    return sum(v for v in values if v is not None) if any(v is not None for v in values) else None

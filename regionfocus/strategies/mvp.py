@@ -9,7 +9,7 @@ arXiv:2512.08529. Code: ZJUSCL/MVP, commit 988ff3c61b9f7632d780ae27c83260de75b3c
 ``mvp_sspro.py`` (UI-TARS-1.5, GTA1) and ``eval_sspro_qwen3vl_official.py`` (Qwen3-VL).
 What that code does, kept here:
 
-- the full-image point (the baseline here), coverage 0;
+- the full-image point, coverage 0;
 - view proposal (``get_top_attention_regions``, ``mvp_sspro.py`` lines 46-147, with the model
   fork's capture in ``qwen2_5_vl/modeling_qwen2_5_vl.py`` lines 1550-1565 and 2022-2037): one
   more greedy answer on the full image; at decoder layer ``--attn_layer`` (20 in
@@ -32,29 +32,43 @@ What that code does, kept here:
 Defaults follow ``mvp_sspro.py`` (``--max_inferences`` 4, also the UI-TARS-1.5 and GTA1
 scripts; the Qwen3-VL scripts pass 2, the README's Qwen3-VL-32B row among them).
 
+The requests, as that code sends them to every model it runs (UI-TARS-1.5, GTA1, Qwen3-VL): its
+``SYSTEM_PROMPT`` (``mvp_sspro.py`` lines 22-29, the same in ``eval_sspro_qwen3vl_official.py``
+21-28; ``prompts/mvp_system.txt``) with the height and width of the image sent, then the image
+and the instruction; the image resized by the family's factor within ``min_pixels`` 3136 and
+``max_pixels`` 4096 x 2160 (the processor the scripts load, lines 813-817); greedy, at most 32
+new tokens (lines 88 and 316); the answer's first "(x, y)" (``extract_coordinates``, lines
+258-264) in the family's frame. The full-image point is such a request of its own (the code's
+step 1), not the baseline's; the attention pass is the same request again, whose answer's
+"," the pass reads. A model that cannot send another request than its family's
+(:class:`~.protocol.PromptableModel`; the adapters can) keeps its own, and the baseline's point,
+noted. The attention layer is the backend's (``--attention-layer``: 20 for UI-TARS-1.5 and GTA1;
+the Qwen3-VL scripts use 24 for 8B and 48 for 32B).
+
 Where it runs. The attention pass needs the model's internals (one layer's queries and keys),
 which a served model does not expose. A model offering ``attention`` (:class:`AttentionModel`:
 the VLM adapters over the in-process transformers backend, which implements the pass) runs
 ``mvp``; for any other ``mvp`` refuses to start (:meth:`MVP.unfit`: the CLI exits before any
-call, naming ``mvp-grid``), so no table reports the grid form as MVP.
+call, naming ``mvp-grid``), so no table reports the grid form as MVP. An attention pass that
+finds no step to read (the answer holds no ",") or fails is that sample's error: the sample is
+recorded as failed for ``mvp`` (the code has no views there either: its captured states are
+empty), so a run whose answers never hold the separator fails on every sample, loudly, instead
+of running the grid under MVP's name.
 
-Deviations. Grounding and attention requests use the model adapter's own prompt, not the
-code's ``SYSTEM_PROMPT`` (the "(x,y)" locator prompt, ``mvp_sspro.py`` lines 22-29; a model's
-prompt is its adapter's, ``prompts/SOURCES.md``); the attention pass reads the last ``,`` of the
-answer the model read back (so one followed by another token), as the code's capture does,
-and an answer with none gives no positions: that sample takes the grid views, noted (the code
-would reuse the previous sample's captured states, or fail on the first); an attention call
-that fails is recorded with its error and the sample gets no views (its full-image point
-stands, noted). Points map back
-exactly (no integer truncation of the view's or the screenshot's coordinates); a view with no
-parsable point adds nothing (as the Qwen3-VL script; the UI-TARS script scores such an answer
-as (0, 0)).
+Deviations. The attention pass reads the last "," of the answer the model read back (so one
+followed by another token), as the code's capture does. Points map back exactly (no integer
+truncation of the view's or the screenshot's coordinates; a decimal answer is read as its
+number, where the code's ``int()`` fails and scores (0, 0)); a view with no parsable point adds
+nothing (as the Qwen3-VL script; the UI-TARS script scores such an answer as (0, 0)); a 0-1000
+family's answer is read as 0-1000 throughout (the Qwen3-VL script reads two numbers of at most 10
+as fractions and refuses numbers past 1000). ``mvp-grid`` sends the same requests.
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
+import re
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -63,8 +77,27 @@ from PIL import Image
 from ..geometry import Box, Point
 from ..model import ModelReply, Query, Usage
 from ..views import View, ViewSource
-from .base import BaseStrategy, first_point, ground_view, view_source
-from .protocol import Ledger, StrategyResult
+from .base import BaseStrategy, first_point, ground_full, ground_view, strategy_prompt, view_source
+from .protocol import Ledger, OwnPrompt, PromptableModel, StrategyResult
+
+# ``extract_coordinates`` (mvp_sspro.py lines 258-264): the first "(x, y)" of the answer.
+_XY = re.compile(r"\((-?\d*\.?\d+),\s*(-?\d*\.?\d+)\)")
+
+
+def read_xy(text: str) -> tuple[float, float] | None:
+    """The answer's first "(x, y)", as MVP's code finds it (read as numbers, not truncated)."""
+    m = _XY.search(text)
+    return (float(m.group(1)), float(m.group(2))) if m else None
+
+
+# MVP's requests, as its code sends them to every model (module docstring).
+MVP_PROMPT = OwnPrompt(
+    system=strategy_prompt("mvp_system.txt"),
+    reader=read_xy,
+    min_pixels=3136,
+    max_pixels=4096 * 2160,
+    max_tokens=32,
+)
 
 
 @runtime_checkable
@@ -180,7 +213,15 @@ class MVP(BaseStrategy):
         "MVP: Multiple View Prediction Improves GUI Grounding (CVPR 2026; code ZJUSCL/MVP): "
         "attention-guided views, in-process models only (--backend hf); served models: mvp-grid"
     )
-    call_budget = "1 attention pass + views (4) magnified crops"
+    call_budget = "1 full-image request + 1 attention pass + views (4) magnified crops"
+    protocol = (
+        "mvp_sspro.py as run for UI-TARS-1.5-7B (41.9 -> 56.1): MVP's own (x,y) system prompt to "
+        "every family, coordinates in the family's frame, images at most 4096x2160 (min 3136 px), "
+        "32 new tokens, attention at the backend's layer (--attention-layer; 20 there, the "
+        "Qwen3-VL scripts 24 or 48), 1 image per request, no reruns (a sample without an attention "
+        "step fails); harness: in-process transformers (the code: transformers 4.51.2 with its "
+        "model fork)"
+    )
     requires = "views >= 0, top_k >= 1, threshold >= 0, scale >= 1, window > 0"
     # Where the views come from: "attention" (the paper's), or "grid" (the code's fallback cells).
     proposal = "attention"
@@ -225,25 +266,29 @@ class MVP(BaseStrategy):
 
         slot = ledger.reserve("attention")
         if await ledger.call("attention", screenshot, attend(), slot=slot) is None:
-            # A failed call is data: recorded with its error; no views without the pass (the
-            # grid is another method), so the full-image point stands.
-            ledger.note(f"the attention pass failed ({ledger.result.calls[slot].error}): no views")
-            return []
-        windows = ranked_windows(attended, screenshot.size, self.window, self.views)
+            # No views without the pass (the grid is another method, mvp-grid): the sample's error.
+            raise RuntimeError(
+                f"{self.name}: the attention pass gave no views ({ledger.result.calls[slot].error}); "
+                "MVP's views come from it (--strategy mvp-grid runs the code's grid views)"
+            )
         ledger.step(stage="attention", positions=attended)
-        if windows:
-            ledger.step(stage="views", proposal="attention")
-            return windows
-        # The code's own fallback when it finds no attended positions (lines 145-147).
-        ledger.note("ran with grid views: no attention positions (the answer had no separator token)")
-        ledger.step(stage="views", proposal="grid")
-        return grid_windows(screenshot.size, self.views)
+        ledger.step(stage="views", proposal="attention")
+        return ranked_windows(attended, screenshot.size, self.window, self.views)
 
     async def answer(
         self, ledger: Ledger, screenshot: Image.Image, instruction: str, views: ViewSource | None
     ) -> StrategyResult:
+        if isinstance(ledger.model, PromptableModel):
+            # Every call is MVP's own request, costed at the size it sends.
+            ledger.model = ledger.model.prompted(MVP_PROMPT)
+            full = await ground_full(ledger, ledger.model, screenshot, instruction, "full")
+        else:
+            ledger.note(
+                "ran with the model's own grounding prompt, not MVP's (it takes no other): "
+                "the full-image point is the baseline's"
+            )
+            full = await first_point(ledger, ledger.model, screenshot, instruction)
         model = ledger.model
-        full = await first_point(ledger, model, screenshot, instruction)
         windows = await self.windows(ledger, screenshot, instruction)
         source = Magnified(view_source(model, screenshot, views, "fill", max_zoom=self.scale), self.scale)
         found = await asyncio.gather(
@@ -278,5 +323,6 @@ class MVPGrid(MVP):
         "MVP's grouping over the official code's grid fallback views, no attention pass (code "
         "ZJUSCL/MVP get_default_subimage_regions): for served models; not the paper's method"
     )
-    call_budget = "views (4) magnified grid cells"
+    call_budget = "1 full-image request + views (4) magnified grid cells"
+    protocol = ""
     proposal = "grid"

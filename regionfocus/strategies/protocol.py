@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Protocol, runtime_checkable
 
@@ -77,6 +77,31 @@ class SamplingModel(Protocol):
     then degenerate to one answer and say so in the result's notes."""
 
     async def sample(self, image: Image.Image, query: Query, n: int, temperature: float) -> Samples: ...
+
+
+@dataclass(frozen=True)
+class OwnPrompt:
+    """A strategy's own grounding request, as its official code sends it to every model it runs
+    (MVP's): ``system``, a ``str.format`` template with ``{width}`` and ``{height}`` of the image
+    as sent, as the system message; then the image and the instruction as the user turn; the
+    image resized with the family's factor within ``min_pixels``..``max_pixels`` (None: the
+    family's); at most ``max_tokens`` new tokens (None: the model's); the answer read by
+    ``reader`` (text -> x, y in the family's frame, None when it names none)."""
+
+    system: str
+    reader: Callable[[str], tuple[float, float] | None]
+    min_pixels: int | None = None
+    max_pixels: int | None = None
+    max_tokens: int | None = None
+
+
+@runtime_checkable
+class PromptableModel(Protocol):
+    """A model that can send a strategy's own grounding request instead of its family's:
+    ``prompted(prompt)`` is the same model whose grounding requests (``act``, and the attention
+    pass where it has one) are ``prompt``'s, costed at the sizes that request sends."""
+
+    def prompted(self, prompt: OwnPrompt) -> GroundingModel: ...
 
 
 @runtime_checkable
