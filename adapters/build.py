@@ -32,6 +32,7 @@ def build_grounder(
     ocr_budget: int | None = None,
     concurrency: int = 1,
     coat: Any = None,
+    attention_layer: int | None = None,
     **options: Any,
 ) -> GroundingModel:
     """The grounding model ``agent`` names (a registered name: ``regionfocus describe`` lists
@@ -43,7 +44,9 @@ def build_grounder(
     transformers). ``api_key_env``: the variable holding the key (never the key itself).
     ``temperature`` None: the family's own default. ``concurrency``: samples in flight, which
     sizes ``max_in_flight`` when it is not given. ``coat``: a
-    :class:`~regionfocus.adapters.reasoning.coat.CoatConfig` (Chain-of-Action-Thought). Other
+    :class:`~regionfocus.adapters.reasoning.coat.CoatConfig` (Chain-of-Action-Thought).
+    ``attention_layer``: the decoder layer MVP's attention pass reads (``backend="hf"``; None:
+    the backend's default, 20). Other
     ``options`` go to the family's constructor (``get_adapter``: e.g. ``max_pixels``) or, for a
     hosted family, to :func:`~regionfocus.adapters.families.hosted.build_hosted`.
 
@@ -89,7 +92,8 @@ def build_grounder(
             )
         from regionfocus.adapters.backends.transformers_local import TransformersBackend
 
-        chat = TransformersBackend(model)
+        layer = {} if attention_layer is None else {"attention_layer": attention_layer}
+        chat = TransformersBackend(model, **layer)
     else:
         if not urls:
             raise ValueError(
