@@ -50,6 +50,18 @@ def add_agent_arguments(parser: argparse.ArgumentParser, default_agent: str = "o
     )
     _server_arguments(g)
     _request_arguments(g)
+    _local_arguments(g)
+
+
+def _local_arguments(g: argparse._ArgumentGroup) -> None:
+    g.add_argument(
+        "--attention-layer",
+        type=int,
+        default=None,
+        metavar="N",
+        help="--backend hf: the decoder layer MVP's attention pass reads (default 20, as MVP's UI-TARS-1.5 "
+        "and GTA1 scripts; its Qwen3-VL scripts use 24 for 8B, 48 for 32B)",
+    )
 
 
 def _server_arguments(g: argparse._ArgumentGroup) -> None:
@@ -226,6 +238,7 @@ def build_model(args: argparse.Namespace, concurrency: int = 1, coat=None) -> Gr
         ocr_budget=args.ocr_budget,
         concurrency=concurrency,
         coat=coat,
+        attention_layer=getattr(args, "attention_layer", None),
         **hosted_options(args),
     )
 
