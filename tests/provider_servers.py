@@ -34,7 +34,17 @@ from PIL import Image
 
 from .chat_server import JsonHandler
 
-__all__ = ["PATHS", "ProviderServer", "Request", "Said"]
+__all__ = ["PATHS", "ProviderServer", "Request", "Said", "closed_port"]
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
 
 PATHS = {
     "anthropic": re.compile(r"^/v1/messages$"),

@@ -7,7 +7,6 @@ loopback."""
 from __future__ import annotations
 
 import asyncio
-import socket
 
 import pytest
 
@@ -20,7 +19,7 @@ from regionfocus.adapters.families.hosted import build_hosted
 from regionfocus.adapters.preflight import backend_of, preflight
 
 from .chat_server import ChatServer
-from .provider_servers import ProviderServer
+from .provider_servers import ProviderServer, closed_port
 
 KEY = "sk-test-preflight-0123456789"
 BACKENDS = {"anthropic": AnthropicBackend, "gemini": GeminiBackend, "openai": ResponsesBackend}
@@ -35,13 +34,6 @@ def keys(monkeypatch):
         monkeypatch.delenv(name, raising=False)
     for name in ENV.values():
         monkeypatch.setenv(name, KEY)
-
-
-def closed_port() -> int:
-    """A loopback port nothing listens on (bound, then released)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _check(backend) -> str | None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime
-import socket
 import ssl
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -22,7 +21,7 @@ from regionfocus.model import Query
 from regionfocus.trace import record_call
 
 from .chat_server import ChatServer
-from .provider_servers import ProviderServer, Said
+from .provider_servers import ProviderServer, Said, closed_port
 
 KEY = "sk-test-transport-0123456789"
 ENV = {"claude": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
@@ -45,12 +44,6 @@ def env(monkeypatch):
         monkeypatch.delenv(name, raising=False)
     for name in ENV.values():
         monkeypatch.setenv(name, KEY)
-
-
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

@@ -41,16 +41,7 @@ class AnthropicBackend(HostedBackend):
     def make_client(self, timeout: float | None = None) -> Any:
         from anthropic import AsyncAnthropic, DefaultAsyncHttpxClient
 
-        return AsyncAnthropic(
-            api_key=self.api_key(),
-            base_url=self.base_url,  # None: the SDK's default host
-            max_retries=0,  # the waits are ours (hosted_base)
-            timeout=timeout or self.timeout,
-            http_client=DefaultAsyncHttpxClient(**self.http_options()),
-        )
-
-    async def check_model(self, client: Any) -> None:
-        await client.models.retrieve(self.model)
+        return self.sdk_client(AsyncAnthropic, DefaultAsyncHttpxClient, timeout)
 
     def build(self, messages: Sequence[Message], options: dict[str, Any]) -> Wire:
         options = dict(options)

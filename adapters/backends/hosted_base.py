@@ -213,6 +213,18 @@ class HostedBackend:
         the backend's)."""
         raise NotImplementedError
 
+    def sdk_client(self, client_cls: Any, http_cls: Any, timeout: float | None) -> Any:
+        """A client of the Anthropic or OpenAI SDK (both generated alike): the key, the host
+        (None: the SDK's default), retries off (the waits are ours), and the SDK's own httpx2
+        client with the reply cap and no proxy for this machine."""
+        return client_cls(
+            api_key=self.api_key(),
+            base_url=self.base_url,
+            max_retries=0,
+            timeout=timeout or self.timeout,
+            http_client=http_cls(**self.http_options()),
+        )
+
     def _bind_loop(self) -> asyncio.Semaphore:
         """The client and semaphore of the running loop (SDK clients pool connections on it)."""
         loop = asyncio.get_running_loop()
@@ -350,8 +362,9 @@ class HostedBackend:
 
     # ---- before the first sample
     async def check_model(self, client: Any) -> None:
-        """One cheap request that fails unless the key is accepted and the model exists."""
-        raise NotImplementedError
+        """One cheap request that fails unless the key is accepted and the model exists: the
+        model lookup (Anthropic's and OpenAI's ``models.retrieve``)."""
+        await client.models.retrieve(self.model)
 
     async def preflight(self) -> None:
         """Check, before the first sample, that the key is set and accepted, the server answers

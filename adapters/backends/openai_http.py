@@ -389,8 +389,9 @@ class OpenAIBackend(ChatWire):
                 page = await client.models.list()
                 return {str(m.id) for m in page.data}
             except Exception as exc:  # noqa: BLE001 - named in one line
-                retryable, status, _ = classify_failure(exc)
-                if attempt == 1 and retryable and (status is None or status >= 500):
+                failure = classify_failure(exc)
+                status = failure.status
+                if attempt == 1 and failure.retry and (status is None or status >= 500):
                     continue
                 reason = self._redact(describe_failure(exc, min(self.timeout, 15.0), where))
                 if status in (401, 403):

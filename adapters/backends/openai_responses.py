@@ -50,16 +50,7 @@ class ResponsesBackend(HostedBackend):
     def make_client(self, timeout: float | None = None) -> Any:
         from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 
-        return AsyncOpenAI(
-            api_key=self.api_key(),
-            base_url=self.base_url,
-            max_retries=0,  # the waits are ours (hosted_base)
-            timeout=timeout or self.timeout,
-            http_client=DefaultAsyncHttpxClient(**self.http_options()),
-        )
-
-    async def check_model(self, client: Any) -> None:
-        await client.models.retrieve(self.model)
+        return self.sdk_client(AsyncOpenAI, DefaultAsyncHttpxClient, timeout)
 
     def build(self, messages: Sequence[Message], options: dict[str, Any]) -> Wire:
         options = dict(options)
