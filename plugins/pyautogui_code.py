@@ -274,6 +274,8 @@ class _Reader:
         offset = 1 if name in ("scroll", "hscroll", "vscroll") else 0
         kw = {k.arg: k.value for k in node.keywords}
         pos = list(node.args[offset : offset + 2])
+        if ("x" in kw and len(pos) > 0) or ("y" in kw and len(pos) > 1):
+            return None  # x or y given twice: pyautogui raises TypeError, there is no point
         x = kw.get("x", pos[0] if pos else None)
         y = kw.get("y", pos[1] if len(pos) > 1 else None)
         if x is not None and y is None and isinstance(x, (ast.Tuple, ast.List)) and len(x.elts) == 2:

@@ -215,6 +215,7 @@ NOT_REFINED = [
     ("pyautogui.click(100)", None),  # y is the pointer's current one
     ("pyautogui.click(1e999, 2)", None),
     ("pyautogui.moveRel(5, 0); pyautogui.click()", None),
+    ("pyautogui.click(100, 200, x=5)", None),  # x twice: pyautogui raises TypeError
 ]
 
 
