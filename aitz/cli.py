@@ -25,7 +25,7 @@ from regionfocus.kit.flags import add_out_argument, whole
 from regionfocus.kit.runlog import RunFolder, atomic_write_text
 from regionfocus.model import GroundingModel
 
-from .episodes import load_aitz
+from .episodes import episodes_pin, load_aitz
 from .runner import RECORD_FIELDS, run_episodes
 from .scoring import prediction_from_dict, read_predictions, score
 
@@ -79,7 +79,9 @@ def run_parser() -> argparse.ArgumentParser:
     p.add_argument("data", metavar="DATA", help="folder of AITZ episode files")
     add_out_argument(p, "aitz")
     p.add_argument("--limit", type=whole(1), metavar="N", help="the first N episodes (in file order)")
-    p.add_argument("--concurrency", type=whole(1), default=4, metavar="N", help="episodes in flight (default 4)")
+    p.add_argument(
+        "--concurrency", type=whole(1), default=4, metavar="N", help="episodes in flight (default 4)"
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument(
         "--retry-errors", action="store_true", help="on resume, rerun episodes recorded as errors or partial"
@@ -136,6 +138,7 @@ def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
                 retry_errors=args.retry_errors,
                 schema=RECORD_FIELDS,
                 selected=[e.episode_id for e in episodes],
+                data=episodes_pin(episodes, args.data),  # changed episodes refused, moved ones resume
             ) as folder:
                 return await run_episodes(
                     episodes,

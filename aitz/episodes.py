@@ -20,15 +20,19 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from PIL import Image
 
 from regionfocus.adapters.reasoning.coat import CoatHistory, CoatStep
 from regionfocus.geometry import Box, Point
+from regionfocus.kit.atomic import lone_surrogate
+from regionfocus.kit.data_pin import DataPin
 
 SWIPE_DISTANCE = 0.04  # AITW _SWIPE_DISTANCE_THRESHOLD
+COAT_KEYS = ("screen_desc", "action_think", "action_desc", "action_result")
 
 
 class AitzError(ValueError):
@@ -135,6 +139,24 @@ def _image_size(path: Path | None, step: dict, where: str) -> tuple[int, int]:
         return im.size
 
 
+# The text of a step that reaches a model: the instruction, the gold history's typed text and
+# CoAT chain (teacher forcing), the screen's element texts.
+SENT_FIELDS = ("instruction", "result_action_text", "ui_text", *(f"coat_{k}" for k in COAT_KEYS))
+
+
+def _sendable(step: dict, where: str) -> None:
+    """Refuse a text no request can carry (a lone surrogate, valid JSON as ``\\ud800``): every
+    call of the episode would fail on it, on every retry; a replaced character would change it."""
+    for key in SENT_FIELDS:
+        value = _json_field(step, key, where)  # ui_text is a list inside a JSON string
+        for text in value if isinstance(value, list) else [value]:
+            at = lone_surrogate(text) if isinstance(text, str) else None
+            if at is not None:
+                raise AitzError(
+                    f"{where}: field {key!r} holds a lone surrogate ({at}), which no request can carry"
+                )
+
+
 def load_aitz(root: str | Path) -> list[AitzEpisode]:
     """Every episode under ``root`` (a folder searched recursively for *.json, or one file),
     steps ordered by ``step_id``. Raises :class:`AitzError` naming the file and the problem."""
@@ -156,6 +178,7 @@ def load_aitz(root: str | Path) -> list[AitzEpisode]:
             for key in ("episode_id", "step_id", "instruction", "result_action_type"):
                 if key not in s:
                     raise AitzError(f"{where}: missing field {key!r}")
+            _sendable(s, where)
             rel = s.get("image_path")
             image = None
             if rel:
@@ -202,3 +225,26 @@ def coat_history(episode: AitzEpisode, upto: int) -> CoatHistory:
             )
         )
     return hist
+
+
+def episodes_pin(episodes: Sequence[AitzEpisode], root: str | Path) -> DataPin:
+    """The episodes by content, each under its file (relative to ``root``): every step as read
+    (instruction, gold action, UI boxes and texts, CoAT annotations, the screenshot's size), not
+    where its files sit, so a run folder refuses changed episodes and resumes moved ones."""
+    base = Path(root).resolve()
+
+    def where(ep: AitzEpisode) -> str:
+        src = Path(ep.source).resolve() if ep.source else None
+        return (
+            str(src.relative_to(base))
+            if src and src.is_relative_to(base)
+            else (src.name if src else ep.episode_id)
+        )
+
+    return DataPin.of(
+        (
+            ep.episode_id,
+            {where(ep): [{k: v for k, v in asdict(st).items() if k != "image"} for st in ep.steps]},
+        )
+        for ep in episodes
+    )

@@ -32,7 +32,7 @@ from regionfocus.kit.runlog import RunFolder
 from regionfocus.model import GroundingModel
 from regionfocus.strategies.regionfocus import prediction_costs
 
-from .dataset import Sample
+from .dataset import Sample, data_pin
 from .metrics import CORRECT, WRONG, judge
 from .record_fields import RECORD_FIELDS
 from .strategies import BASELINE, REGIONFOCUS, peer_rows, run_peers, totals
@@ -388,7 +388,13 @@ async def run_screenspot(
     inv = {"concurrency": concurrency, **(invocation or {})}
     selected = [s.id for s in samples]
     with RunFolder(
-        run_dir, ident, inv, retry_errors=retry_errors, schema=RECORD_FIELDS, selected=selected
+        run_dir,
+        ident,
+        inv,
+        retry_errors=retry_errors,
+        schema=RECORD_FIELDS,
+        selected=selected,
+        data=data_pin(samples),  # by content: changed data is refused, moved data resumes
     ) as folder:
         records = await run_samples(
             samples,

@@ -136,3 +136,25 @@ def test_run_refuses_a_changed_setting(sample, tmp_path, capsys):  # noqa: F811
 @pytest.mark.parametrize("argv", [["bogus"], ["run"], ["score", "x"]])
 def test_usage_errors_exit_2(argv, capsys):
     assert main(argv) == 2
+
+
+def test_run_pins_the_episodes_by_content(sample, tmp_path, capsys):  # noqa: F811
+    """Issue 37 item 12: changed episodes at the same path exit 2 naming the file; the same
+    episodes at another path resume without running anything again."""
+    import shutil
+
+    out = sample.with_name(sample.name + "-run")
+    run = ["run", "--out", str(out), "--agent", "ocr", "--no-progress"]
+    assert main([run[0], str(sample), *run[1:]], model=StepModel({})) == 0
+    moved = sample.with_name(sample.name + "-moved")
+    shutil.copytree(sample, moved)
+    again = StepModel({})
+    assert main([run[0], str(moved), *run[1:]], model=again) == 0 and again.queries == []
+    e1 = moved / "general" / "E1" / "E1.json"
+    steps = json.loads(e1.read_text())
+    steps[0]["result_touch_yx"] = steps[0]["result_lift_yx"] = "[0.7, 0.3]"  # another gold click
+    e1.write_text(json.dumps(steps))
+    capsys.readouterr()
+    assert main([run[0], str(moved), *run[1:]], model=StepModel({})) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "the data changed" in err and "general/E1/E1.json (1)" in err and "E2" not in err

@@ -192,3 +192,60 @@ def test_atomic_writes_never_touch_the_process_umask(tmp_path: Path, monkeypatch
     atomic_write_json(tmp_path / "new.json", {"a": 2})  # a replaced file keeps its mode
     assert (tmp_path / "new.json").stat().st_mode & 0o777 == 0o640
     assert [p.name for p in tmp_path.iterdir()] == ["new.json"]  # no temp file left
+
+
+def test_a_damaged_or_missing_config_gives_one_advice(tmp_path: Path):
+    with RunFolder(tmp_path, {"agent": "ocr"}, {}) as folder:
+        folder.add(RunRecord("s1"))
+    config = tmp_path / "config.json"
+    whole = config.read_text()
+    advice = set()
+    for damage in (lambda: config.write_text(whole[:20]), config.unlink, lambda: config.write_text("[]")):
+        damage()
+        with pytest.raises(RunFolderError) as e:
+            RunFolder(tmp_path, {"agent": "ocr"}, {})
+        assert "the 1 record(s) in its records.jsonl" in str(e.value)
+        advice.add(str(e.value).split("; ", 1)[1])
+    assert advice == {"start a fresh folder with --out DIR (this folder is left as it is)"}
+
+
+@pytest.mark.slow
+def test_a_damaged_or_missing_config_has_one_way_out_and_following_it_works(tmp_path: Path, capsys):
+    """Issue 37 item 17: a truncated config.json said "delete it"; deleted, the folder said "records
+    but no config.json". Now both (and a foreign config.json) give the same advice, and doing
+    what it says finishes the run."""
+    from regionfocus.screenspot_pro.cli import main
+
+    from .test_screenspot_helpers import ColourModel, fresh_dataset
+
+    data, run = fresh_dataset(tmp_path / "data"), tmp_path / "run"
+
+    def argv(out: Path) -> list[str]:
+        return ["--data", str(data), "--out", str(out), "--agent", "ocr", "--no-progress", "--no-regionfocus"]
+
+    assert main([*argv(run), "--limit", "2"], model=ColourModel()) == 0
+    config = run / "config.json"
+    whole = config.read_text()
+    advice = []
+    for damage in (
+        lambda: config.write_text(whole[: len(whole) // 2]),
+        config.unlink,
+        lambda: config.write_text("[]"),
+    ):
+        damage()
+        capsys.readouterr()
+        assert main(argv(run), model=ColourModel()) == 2
+        err = capsys.readouterr().err.strip().splitlines()[-1]
+        assert "the 2 record(s) in its records.jsonl" in err
+        advice.append(err.split("; ", 1)[1])
+    assert len(set(advice)) == 1 and "start a fresh folder with --out DIR" in advice[0]
+    assert "delete it" not in " ".join(advice)
+    assert len((run / "records.jsonl").read_text().splitlines()) == 2  # left as it is
+    assert main([*argv(tmp_path / "fresh"), "--limit", "2"], model=ColourModel()) == 0  # the advice, followed
+
+
+def test_a_damaged_config_without_records_is_pinned_afresh(tmp_path: Path):
+    (tmp_path / "config.json").write_text('{"identity": {"agent": "o')  # a run that stopped first
+    with RunFolder(tmp_path, {"agent": "ocr"}, {}) as folder:
+        folder.add(RunRecord("s1"))
+    assert json.loads((tmp_path / "config.json").read_text())["identity"] == {"agent": "ocr"}

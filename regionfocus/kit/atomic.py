@@ -92,3 +92,11 @@ def valid_text(text: str) -> str:
         return text
     except UnicodeEncodeError:  # surrogates: the only code points UTF-8 refuses; one U+FFFD each
         return _SURROGATE.sub("\ufffd", text)
+
+
+def lone_surrogate(text: str) -> str | None:
+    """Where ``text`` holds a lone surrogate, described for an error message ("\\ud800 at
+    character 12"), or None. Valid JSON (``"\\ud800"``) decodes to one; no request can carry it
+    (UTF-8 has no form for it), so a data set's text that holds one is refused at load."""
+    m = _SURROGATE.search(text)
+    return None if m is None else f"\\u{ord(m.group()):04x} at character {m.start()}"
