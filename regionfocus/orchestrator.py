@@ -23,6 +23,7 @@ from .proposers import build_proposer
 from .proposers.base import BoxProposer, ProposalContext
 from .stars import mark_for_model
 from .trace import CallRecord, Candidate, RefineResult, record_call
+from .triggers import CLICK_TYPES
 from .views import StaticViews, ViewSource
 
 
@@ -106,10 +107,10 @@ class RegionFocus:
                 result.dropped.append(Candidate(reply.action.map_points(t.view_to_screen), [i]))
                 continue
             action = reply.action.map_points(lambda p, t=t: clamp_point(t.view_to_screen(p), size))
-            # Grounding is point-only: a view that answers "type" or "finished" names no target.
-            bucket = (
-                result.dropped if query.mode == "grounding" and action.point is None else result.candidates
-            )
+            # Grounding answers are clicks: a view that answers "type" or "finished" names no
+            # target, and a scroll or hover at a point is no click on it.
+            clicked = action.point is not None and action.type in CLICK_TYPES
+            bucket = result.dropped if query.mode == "grounding" and not clicked else result.candidates
             bucket.append(Candidate(action, [i]))
 
         anchor = result.focal or fallback_point or Point(size[0] / 2, size[1] / 2)

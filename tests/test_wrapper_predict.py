@@ -215,3 +215,27 @@ def test_the_summary_counts_the_answers_that_were_not_clicks():
     text = summary_markdown(records, {"identity": {"regionfocus_enabled": False}})
     assert "Not clicks (a scroll, hover or typing at a point; counted wrong): baseline 2, final 2." in text
     assert "Not clicks" not in summary_markdown(records[1:2], {"identity": {"regionfocus_enabled": False}})
+
+
+def test_a_grounding_round_drops_the_views_that_answer_no_click():
+    """Old code: a view's scroll at a point was a candidate and could be the round's choice."""
+    from regionfocus.actions import Action
+
+    kinds = iter([ActionType.SCROLL, ActionType.HOVER, ActionType.CLICK, ActionType.CLICK])
+    model = _answering(click(10, 10))  # the baseline misses; the judge says no
+
+    def act(image, query, zoomed):
+        if not zoomed:
+            return ModelReply("miss", action=click(10, 10))
+        kind = next(kinds)
+        direction = "down" if kind == ActionType.SCROLL else None
+        return ModelReply(
+            "view", action=Action(kind, Point(image.width / 2, image.height / 2), direction=direction)
+        )
+
+    model.on_act = act
+    pred = asyncio.run(RegionFocusAgent(model).predict(SHOT, "x"))
+    (rnd,) = pred.rounds
+    assert sorted(c.action.type.value for c in rnd.dropped) == ["hover", "scroll"]
+    assert [c.action.type for c in rnd.candidates] == [ActionType.CLICK, ActionType.CLICK]
+    assert pred.final.type == ActionType.CLICK
