@@ -9,6 +9,7 @@ Overlap is checked here on the renderer's own text boxes, independently of the m
 from __future__ import annotations
 
 import io
+import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -183,3 +184,41 @@ def test_png_svg_and_pdf_side_by_side(tmp_path: Path):
     ids = {el.get("id") for el in ET.fromstring(written["svg"]).iter()}
     assert {"point:calls:s0", "point:calls:s1", "interval:calls:s0", "interval:calls:s1"} <= ids
     assert figures.encode(fig, "svg") == written["svg"]  # the same bytes when rebuilt
+
+
+def test_webvoyager_success_per_site_is_drawn_from_its_summary(tmp_path: Path):
+    """The browsing harness's figure: each site's success with its interval, then overall, the
+    numbers summary.json holds; the page shows it and draws its legend from the overlay table."""
+    from regionfocus.webvoyager.report import write_report
+    from regionfocus.webvoyager.rundir import RunDir
+
+    rd = RunDir(tmp_path)
+    rd.open({"agent": "ocr", "regionfocus_enabled": True, "viewport": [600, 400]})
+    for site, right, n in (("click-button", 3, 5), ("click-link", 0, 2), ("enter-text", 4, 4)):
+        for i in range(n):
+            rd.record({"id": f"{site}--{i}", "web_name": site, "kind": "miniwob", "success": i < right,
+                       "steps": 0, "folder": f"task{site}--{i}", "error": None, "triggers": {}})  # fmt: skip
+    rd.record(
+        {
+            "id": "x--0",
+            "web_name": "x",
+            "kind": "miniwob",
+            "success": None,
+            "steps": 0,
+            "folder": "taskx--0",
+            "error": "crashed",
+            "triggers": {},
+        }
+    )  # fmt: skip (not scored: no row)
+    page = write_report(tmp_path).read_text()
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    svg = ET.parse(tmp_path / "success.svg")
+    ids = {el.get("id") for el in svg.iter()}
+    for site, s in [*summary["sites"].items(), ("overall", summary["overall"])]:
+        assert (f"point:success:{site}" in ids) == bool(s["scored"]), site
+    assert (tmp_path / "success.pdf").read_bytes().startswith(b"%PDF")
+    assert 'src="data:image/png;base64,' in page.split("<figure class=plot>")[1]
+    from regionfocus.kit.report_shell import BOX_COLOURS, COLOURS
+
+    legend = page.split("<p class=legend>")[1].split("</p>")[0]
+    assert COLOURS["action"] in legend and all(c in legend for c in BOX_COLOURS)
