@@ -144,6 +144,19 @@ def _request_arguments(g: argparse._ArgumentGroup) -> None:
         "original for GPT-5.4 and later)",
     )
     g.add_argument(
+        "--ocr-budget",
+        type=int,
+        default=None,
+        metavar="PIXELS",
+        help="ocr agent: pixels it sees of a full screenshot (default about 1 megapixel)",
+    )
+    _hosted_arguments(g)
+
+
+def _hosted_arguments(g: argparse._ArgumentGroup) -> None:
+    """claude, gemini, openai: what each request asks of the model, and how long a busy server
+    may make it wait."""
+    g.add_argument(
         "--max-tokens",
         type=whole(1),
         default=None,
@@ -173,13 +186,6 @@ def _request_arguments(g: argparse._ArgumentGroup) -> None:
         metavar="S",
         help="the longest wait a busy server may ask for (Retry-After, RetryInfo) before the call fails "
         "instead (default 120)",
-    )
-    g.add_argument(
-        "--ocr-budget",
-        type=int,
-        default=None,
-        metavar="PIXELS",
-        help="ocr agent: pixels it sees of a full screenshot (default about 1 megapixel)",
     )
 
 
