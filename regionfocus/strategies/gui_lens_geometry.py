@@ -139,6 +139,17 @@ def final_boxes(current: IBox, history: Sequence[dict[str, Any]], size: tuple[in
     return out
 
 
+def click_boxes(
+    current: IBox, history: Sequence[dict[str, Any]], size: tuple[int, int], c: LensConfig
+) -> list[IBox]:
+    """The final boxes the config clicks, in turn: all of :func:`final_boxes`, the first
+    ``final_recrop_limit`` of them (0: all), or only the current crop without ``final_recrop``."""
+    boxes = final_boxes(current, history, size)
+    if not c.final_recrop:
+        return boxes[:1]
+    return boxes[: c.final_recrop_limit] if c.final_recrop_limit > 0 else boxes
+
+
 def normalize_bbox_to_display(bbox: list[float], f: Frame) -> list[float]:
     """``_normalize_bbox_to_display``: on a downscaled crop, a bbox beyond the displayed size
     (2 % slack) was written in screenshot pixels (Claude's habit); map it to the display."""

@@ -13,7 +13,7 @@ from ..geometry import Point
 from ..model import Query, Verdict
 from ..stars import mark_for_model
 from .base import reply_point
-from .gui_lens_geometry import Shown, area, clamp, final_boxes, next_box, restart_box
+from .gui_lens_geometry import Shown, area, clamp, click_boxes, next_box, restart_box
 from .gui_lens_sample import Sample, entry, keep_best, trace_box
 from .gui_lens_text import IBox
 
@@ -40,12 +40,7 @@ class GroundLens:
             current, stop = await self.round(r, stage, current, refused)
             if stop:
                 break
-        boxes = final_boxes(current, s.history, s.size)
-        if not c.final_recrop:
-            boxes = boxes[:1]
-        elif c.final_recrop_limit > 0:
-            boxes = boxes[: c.final_recrop_limit]
-        for i, box in enumerate(boxes):
+        for i, box in enumerate(click_boxes(current, s.history, s.size, c)):
             point = await self.click(box, i + 1)
             if point is not None:
                 return point

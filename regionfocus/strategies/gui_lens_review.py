@@ -15,7 +15,7 @@ from PIL import Image
 
 from ..geometry import Point
 from ..model import ModelReply
-from .gui_lens_geometry import Shown, final_boxes, resample
+from .gui_lens_geometry import Shown, click_boxes, resample
 from .gui_lens_sample import Sample, keep_best, read_hints, trace_box
 from .gui_lens_text import (
     Frame,
@@ -42,12 +42,7 @@ class MultiImageChat(Protocol):
 async def finish(s: Sample, current: IBox) -> Point | None:
     """The final clicks on the config's final boxes, in turn, until one gives a point; else
     ``keep_best``."""
-    c = s.config
-    boxes = final_boxes(current, s.history, s.size)
-    if not c.final_recrop:
-        boxes = boxes[:1]
-    elif c.final_recrop_limit > 0:
-        boxes = boxes[: c.final_recrop_limit]
+    boxes = click_boxes(current, s.history, s.size, s.config)
     for i, box in enumerate(boxes):
         point = await click(s, box, i + 1, len(boxes))
         if point is not None:
