@@ -222,3 +222,13 @@ def test_webvoyager_success_per_site_is_drawn_from_its_summary(tmp_path: Path):
 
     legend = page.split("<p class=legend>")[1].split("</p>")[0]
     assert COLOURS["action"] in legend and all(c in legend for c in BOX_COLOURS)
+
+
+def test_crowded_tick_labels_are_thinned():
+    from matplotlib.ticker import MaxNLocator
+
+    fig = figures.rates_with_intervals([("a", 50.0, 40.0, 60.0)], title="t", xlabel="x")
+    fig.axes[0].xaxis.set_major_locator(MaxNLocator(nbins=60))  # a tick every 2 %: labels collide
+    assert any("overlaps" in p for p in figures.text_problems(fig))
+    figures.thin_ticks(fig)
+    assert figures.text_problems(fig) == [] and len(fig.axes[0].get_xticks()) > 2

@@ -36,9 +36,10 @@ from matplotlib.transforms import Bbox
 
 DPI = 150
 PANEL_IN = (4.3, 3.6)  # one panel's size in inches: three fit a 1400 px report column at 1x
-# Colours for rows the caller gives none, distinguishable by most colour-blind readers (Okabe-Ito,
-# without its black and the yellow that vanishes on white).
-PALETTE = ("#0072b2", "#e69f00", "#009e73", "#cc79a7", "#d55e00", "#56b4e9", "#8c564b", "#7f7f7f")
+# Colours for rows in turn, told apart by most colour-blind readers: Okabe-Ito's without its black,
+# the yellow that vanishes on white and the pink a caller may keep for itself, then brown, wine
+# and indigo. No grey: a baseline is grey.
+PALETTE = ("#0072b2", "#e69f00", "#009e73", "#d55e00", "#56b4e9", "#8c564b", "#882255", "#332288")
 MARKERS = ("o", "s", "D", "^", "v", "P", "X", "h")
 SUFFIXES = ("png", "svg", "pdf")
 _PAD = 2.0  # px kept clear around every measured box
@@ -107,9 +108,9 @@ def accuracy_against_cost(panels: Sequence[Panel], *, title: str, ylabel: str) -
             bars.lines[0].set_gid(f"point:{panel.key}:{p.label}")
             bars.lines[2][0].set_gid(f"interval:{panel.key}:{p.label}")
         _cost_axis(ax, panel)
-        _rate_axis(ax, [p for p in panel.points], "y")
         ax.tick_params(labelleft=True)  # each panel read on its own, as in a paper's subfigures
         ax.grid(True, color="#e4e4e4", linewidth=0.8, zorder=0)
+    _rate_axis(axes[0], [p for panel in panels for p in panel.points], "y")  # shared by the panels
     axes[0].set_ylabel(ylabel)
     fig.suptitle(title, wrap=True, parse_math=False)
     points = {ax: panel for ax, panel in zip(axes, panels, strict=True)}
@@ -234,7 +235,7 @@ def _finish(fig: Figure, points: dict[Any, Panel], legend: list | None) -> Figur
         fig.draw_without_rendering()
         fig.set_layout_engine("none")
         _place_all(fig, points)  # what still finds no place is named by the legend
-    _thin_ticks(fig)
+    thin_ticks(fig)
     problems = text_problems(fig)
     if problems:
         raise FigureError("figure text overlaps or is clipped: " + "; ".join(problems[:5]))
@@ -328,15 +329,15 @@ def _point_boxes(ax: Any, renderer: Any) -> list[Bbox]:
     return out
 
 
-def _thin_ticks(fig: Figure) -> None:
+def thin_ticks(fig: Figure) -> None:
     """Fewer ticks on an axis whose tick labels touch (a narrow panel, long dollar amounts)."""
     for _ in range(3):
         texts = dict(_drawn_texts(fig))
         crowded = []
         for ax in fig.axes:
             for axis in (ax.xaxis, ax.yaxis):
-                boxes = [texts[t] for t in axis.get_ticklabels(which="both") if t in texts]
-                if any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1 :]):
+                boxes = [texts[t].padded(_PAD) for t in axis.get_ticklabels(which="both") if t in texts]
+                if any(_overlap(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1 :]):
                     crowded.append((axis, max(2, len(boxes) // 2)))
         if not crowded:
             return
@@ -347,6 +348,11 @@ def _thin_ticks(fig: Figure) -> None:
 
 
 # ------------------------------------------------------------------------------ checks
+def _overlap(a: Bbox, b: Bbox) -> bool:
+    """Whether two boxes share an area (boxes that only touch are apart)."""
+    return min(a.x1, b.x1) > max(a.x0, b.x0) and min(a.y1, b.y1) > max(a.y0, b.y0)
+
+
 def _drawn_texts(fig: Figure) -> list[tuple[Text, Bbox]]:
     """Every non-empty text the canvas draws, with its box in display pixels (tick labels only
     of ticks inside their axis's view)."""
@@ -383,7 +389,7 @@ def text_problems(fig: Figure) -> list[str]:
     ]
     for i, (a, ba) in enumerate(texts):
         for b, bb in texts[i + 1 :]:
-            if ba.overlaps(bb) and Bbox.intersection(ba, bb).width * Bbox.intersection(ba, bb).height > 0:
+            if _overlap(ba, bb):
                 out.append(f"{a.get_text()!r} overlaps {b.get_text()!r}")
     return out
 
