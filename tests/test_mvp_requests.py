@@ -116,3 +116,13 @@ def test_the_answer_is_read_as_the_code_reads_it():
     mvp = get_adapter("qwen3-vl").prompted(MVP_PROMPT)  # a 0-1000 family: its own frame
     assert mvp._parse_answer("(500,250)", "(500,250)", (3840, 2160)).point == Point(1920, 540)
     assert mvp._parse_answer("no idea", "no idea", (3840, 2160)) is None
+
+
+def test_a_max_pixels_the_caller_gave_stays_a_bound_and_the_familys_default_does_not():
+    small = get_adapter("gta1", max_pixels=256 * 28 * 28).prompted(MVP_PROMPT)  # a tiny model's budget
+    w, h = small.input_size((3840, 2160))
+    assert w * h <= 256 * 28 * 28
+    mai = get_adapter("mai-ui")  # its own default, 6,553,600 px, is not the caller's: MVP's bound rules
+    assert mai.resize.max_pixels < 4096 * 2160
+    w, h = mai.prompted(MVP_PROMPT).input_size((5120, 2880))
+    assert mai.resize.max_pixels < w * h <= 4096 * 2160

@@ -79,19 +79,20 @@ class StrategyRequests:
     def prompted(self, prompt: OwnPrompt) -> Self:
         """This adapter sending ``prompt`` as its grounding request instead of the family's (its
         system message with the size of the image sent, the image, the instruction; no
-        pre-fill), the image resized with the family's factor within ``prompt``'s pixel bounds,
-        at most ``prompt.max_tokens`` new tokens, the answer read by ``prompt.reader`` in the
-        family's frame. Its attention pass (in process) sends the same request. The backend is
-        shared; resized images are cached apart (their sizes differ)."""
+        pre-fill), the image resized with the family's factor within ``prompt``'s pixel bounds
+        (and within a ``max_pixels`` the caller gave this adapter, when lower), at most
+        ``prompt.max_tokens`` new tokens, the answer read by ``prompt.reader`` in the family's
+        frame. Its attention pass (in process) sends the same request. The backend is shared;
+        resized images are cached apart (their sizes differ)."""
         clone = copy.copy(self)
         clone._resized = OrderedDict()
         clone._resized_lock = threading.Lock()
         if self.resize is not None and (prompt.min_pixels or prompt.max_pixels):
-            clone.resize = ResizeSpec(
-                self.resize.last.factor,
-                prompt.min_pixels or self.resize.min_pixels,
-                prompt.max_pixels or self.resize.max_pixels,
-            )
+            most = prompt.max_pixels or self.resize.max_pixels
+            if getattr(self, "max_pixels_given", False):  # the caller's own bound stays one
+                most = min(most, self.resize.max_pixels)
+            least = min(prompt.min_pixels or self.resize.min_pixels, most)
+            clone.resize = ResizeSpec(self.resize.last.factor, least, most)
         if prompt.max_tokens:
             clone.max_tokens = int(prompt.max_tokens)
         clone.own_prompt = prompt

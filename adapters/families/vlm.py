@@ -128,6 +128,9 @@ class VlmAdapter(RoundRequests, StrategyRequests):
             max_pixels if max_pixels is not None else d.max_pixels,
             d.then,  # a family's second pass (the options set the first)
         )
+        # A bound the caller set (not the family's default) stays a bound for a strategy's own
+        # request too (:meth:`prompted`): a test's tiny model sees tiny images.
+        self.max_pixels_given = max_pixels is not None
         self.backend = backend
         if can_attend(backend):  # in process only: MVP's attention pass (the core's AttentionModel)
             self.attention = partial(attention, self)
