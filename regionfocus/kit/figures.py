@@ -258,10 +258,16 @@ def _place_all(fig: Figure, points: dict[Any, Panel]) -> list[str]:
     return unplaced
 
 
-# Offsets (points) tried for a label, nearest first: beside, above, below, then further out on
-# eight directions with a leader line.
-_NEAR = [(9, 0), (-9, 0), (0, 10), (0, -10), (9, 8), (-9, 8), (9, -8), (-9, -8)]
-_FAR = [(r * math.cos(a), r * math.sin(a)) for r in (22, 36, 52) for a in (k * math.pi / 4 for k in range(8))]
+# Where a label is tried, nearest first: (anchor, dx, dy) in points from the point ("y") or from
+# its interval's top or bottom cap ("high", "low"): beside the point, above the top cap or below
+# the bottom one, then diagonally; then further out in eight directions with a leader line.
+_NEAR = [
+    ("y", 9, 0), ("y", -9, 0), ("high", 0, 4), ("low", 0, -4), ("high", 9, 3), ("high", -9, 3),
+    ("low", 9, -3), ("low", -9, -3), ("y", 9, 8), ("y", -9, 8), ("y", 9, -8), ("y", -9, -8),
+]  # fmt: skip
+_FAR = [
+    ("y", r * math.cos(a), r * math.sin(a)) for r in (22, 36, 52) for a in (k * math.pi / 4 for k in range(8))
+]
 
 
 def _place(
@@ -269,17 +275,16 @@ def _place(
 ) -> Bbox | None:
     """The first offset where ``p``'s label stays inside ``frame`` and clear of every point,
     interval and label placed so far (a leader line, too, crosses no label); its box, or None."""
-    for dx, dy in _NEAR + _FAR:
-        far = (dx, dy) not in _NEAR
-        ha = "left" if dx > 2 else "right" if dx < -2 else "center"
-        va = "bottom" if dy > 2 else "top" if dy < -2 else "center"
+    for where, dx, dy in _NEAR + _FAR:
+        far = (where, dx, dy) not in _NEAR
+        xy = (p.x, {"y": p.y, "high": p.high, "low": p.low}[where])
         text = ax.annotate(
             p.label,
-            (p.x, p.y),
+            xy,
             xytext=(dx, dy),
             textcoords="offset points",
-            ha=ha,
-            va=va,
+            ha="left" if dx > 2 else "right" if dx < -2 else "center",
+            va="bottom" if dy > 2 else "top" if dy < -2 else "center",
             fontsize=9,
             color="#222",
             zorder=4,
