@@ -372,7 +372,7 @@ def test_cli_bad_input_exits_2_with_a_message(data: Path, tmp_path: Path, capsys
     assert main(["--out", "x"]) == 2
     assert "--data" in capsys.readouterr().err
     assert main(_cli_base(data, tmp_path / "o") + ["--group", "Nope"], model=ColourModel()) == 2
-    assert "no samples" in capsys.readouterr().err
+    assert "--group: no sample has 'Nope'" in capsys.readouterr().err
     assert main(["report", str(tmp_path / "nothing")]) == 2
     assert "not a run folder" in capsys.readouterr().err
 
