@@ -44,13 +44,14 @@ class ScriptedBackend:
         return None
 
 
-def _images(messages) -> list[Image.Image]:
+def images_in(messages) -> list[Image.Image]:
+    """The images of a chat request's messages, in order."""
     return [
         p["image"]
         for m in messages
         if isinstance(m["content"], list)
         for p in m["content"]
-        if p["type"] == "image"
+        if p.get("type") == "image"
     ]
 
 
@@ -111,7 +112,7 @@ async def test_model_sees_smart_resize_size_and_answers_map_back(family, size, t
     in its family's frame; the adapter must return the square's centre in given pixels."""
 
     def perfect(messages):
-        (img,) = _images(messages)
+        (img,) = images_in(messages)
         x, y = _red_centre(img)
         return _answer(family, x, y, *img.size)
 
@@ -119,7 +120,7 @@ async def test_model_sees_smart_resize_size_and_answers_map_back(family, size, t
     adapter = get_adapter(family, backend=backend)
     assert isinstance(adapter, GroundingModel)
     reply = await adapter.act(_screenshot(size, target), Query("click the red square"))
-    (seen,) = _images(backend.requests[0]["messages"])
+    (seen,) = images_in(backend.requests[0]["messages"])
     r = adapter.resize
     h, w = smart_resize(size[1], size[0], r.factor, r.min_pixels, r.max_pixels)
     assert seen.size == (w, h) == adapter.input_size(size)
@@ -139,7 +140,7 @@ def _adapter(family, answer="Verdict: YES"):
 
 def _check_request(backend, adapter, size):
     messages = backend.requests[-1]["messages"]
-    (img,) = _images(messages)
+    (img,) = images_in(messages)
     assert img.size == adapter.input_size(size)
     text = _text(messages)
     assert not re.search(r"\$\{?[a-z_]+", text), "an unfilled template placeholder"
@@ -179,7 +180,7 @@ async def test_every_request_renders(family):
         assert roles == ["user", "user", "assistant", "user", "assistant", "user"]
         assert messages[2]["content"].startswith("Thought: The Reservations link")
         assert messages[4]["content"] == "Action: type(content='two\\n')"
-        assert len(_images(messages)) == 3
+        assert len(images_in(messages)) == 3
     else:
         assert "The user query:  book a table for two" in t
         assert "Task progress (You have done the following operation on the current device): Step 1: " in t
@@ -345,7 +346,7 @@ async def test_resized_screenshot_is_reused_within_a_round():
     await adapter.judge(shot, Query("x"), Point(3, 3))
     other = shot.copy()
     await adapter.act(other, Query("x"))
-    first, second, third = (_images(r["messages"])[0] for r in backend.requests)
+    first, second, third = (images_in(r["messages"])[0] for r in backend.requests)
     assert first is second and third is not first and third.size == first.size
 
 
@@ -450,7 +451,7 @@ async def test_whole_static_round_through_the_core(family):
     seen_full: dict[str, int] = {}
 
     def model(messages):
-        (img,) = _images(messages)
+        (img,) = images_in(messages)
         text = _text(messages)
         w, h = img.size
         x, y = _red_centre(img)

@@ -24,6 +24,7 @@ from regionfocus.strategies.cli import strategies_command
 from regionfocus.strategies.gui_lens import PRESETS
 from regionfocus.strategies.gui_lens_text import flag, read_json, text
 
+from .test_adapters_prompts import images_in
 from .test_strategy_gui_lens import INSTR, SCREEN, TARGET, LensVLM, LensVLMImages, run
 
 LENS = [n for n in STRATEGIES if n.startswith("gui-lens")]
@@ -84,16 +85,6 @@ class Recording:
     async def complete(self, messages, **kw):
         self.requests.append(messages)
         return ChatResponse(text='{"action": "keep"}', usage=Usage(prompt_tokens=10, completion_tokens=3))
-
-
-def images_in(messages) -> list[Image.Image]:
-    return [
-        p["image"]
-        for m in messages
-        if isinstance(m["content"], list)
-        for p in m["content"]
-        if p.get("type") == "image"
-    ]
 
 
 @pytest.mark.parametrize("family", families())
