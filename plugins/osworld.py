@@ -143,7 +143,7 @@ class OSWorldFocus:
                 self._save_choice(decision, record["step"])
         else:
             record.update(reason=f"no action to execute ({type(actions).__name__})")
-        self._follow_pointer(out)
+        self._follow_pointer(out, self.screen_size or shot.size)
         self._log(record)
         return response, out
 
@@ -232,8 +232,9 @@ class OSWorldFocus:
         p = self.pointer
         return (Box((p.x + left) * sx, (p.y + top) * sy, (p.x + right) * sx, (p.y + bottom) * sy),)
 
-    def _follow_pointer(self, actions: Any) -> None:
-        """Where the pointer is once the runner has executed ``actions`` (screen pixels)."""
+    def _follow_pointer(self, actions: Any, screen: tuple[int, int]) -> None:
+        """Where the pointer is once the runner has executed ``actions`` (screen pixels; the
+        pointer stops at the screen's edge, wherever the code sent it)."""
         if not isinstance(actions, (list, tuple)):
             return
         for a in actions:
@@ -246,7 +247,8 @@ class OSWorldFocus:
                 continue
             for call in r.calls:
                 if call.point is not None:
-                    self.pointer = call.point
+                    x, y = call.point.x, call.point.y
+                    self.pointer = Point(min(max(x, 0.0), screen[0] - 1.0), min(max(y, 0.0), screen[1] - 1.0))
                 elif call.name in ("moveRel", "move", "dragRel", "drag"):
                     self.pointer = None
 

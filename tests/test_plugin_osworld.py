@@ -117,6 +117,7 @@ def test_the_agent_is_reset_and_reachable_through_the_wrapper(focus, blank_obs):
         (["pyautogui.click(30, 40)", "import os; os.system('x')"], None),
         (["pyautogui.click(30, 40)", "pyautogui.moveRel(5, 5)"], None),
         (["pyautogui.click(30, 40)", "WAIT"], (30, 40)),
+        (["pyautogui.click(-20, 900)"], (0, 199)),  # the blank screen is 320 x 200
     ],
 )
 def test_the_pointer_is_where_the_returned_code_leaves_it(actions, pointer, focus, blank_obs):

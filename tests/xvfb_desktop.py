@@ -124,8 +124,16 @@ def xvfb(size: tuple[int, int] = SCREEN) -> Iterator[Desktop]:
             display = f":{number}"
             yield Desktop(display, {**os.environ, "DISPLAY": display, "XAUTHORITY": str(auth)})
         finally:
-            proc.terminate()
-            proc.wait(timeout=30)
+            _stop(proc)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:  # a wedged server does not answer SIGTERM
+        proc.kill()
+        proc.wait(timeout=30)
 
 
 @contextlib.contextmanager
@@ -147,8 +155,7 @@ def application(desktop: Desktop, folder: Path) -> Iterator[tuple[Path, dict[str
             raise DesktopError(f"the test app did not start: {proc.stderr.read().decode()[-500:]}")
         yield out, json.loads(layout.read_text())
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        _stop(proc)
 
 
 class Beside:
