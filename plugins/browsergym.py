@@ -32,7 +32,7 @@ try:
     from browsergym.core.action.base import AbstractActionSet
     from browsergym.core.action.highlevel import HighLevelActionSet
     from browsergym.experiments import AbstractAgentArgs, Agent, AgentInfo
-    from browsergym.utils.obs import flatten_axtree_to_str
+    from browsergym.utils.obs import IGNORED_AXTREE_PROPERTIES, flatten_axtree_to_str
 except ModuleNotFoundError as e:  # a one-line answer instead of a traceback into BrowserGym
     raise ModuleNotFoundError(
         f"regionfocus.plugins.browsergym needs BrowserGym ({e.name} is missing): "
@@ -50,6 +50,7 @@ from .focus import Decision, Focus
 log = logging.getLogger(__name__)
 
 STATS = ("rf_triggered", "rf_calls", "rf_prompt_tokens", "rf_completion_tokens")
+_TREE_IGNORED = (*IGNORED_AXTREE_PROPERTIES, "focused")
 # An inner agent may name what its step is after (a button, a field) as the round's instruction;
 # without it a round grounds the task's goal.
 STEP_GOAL = "step_goal"
@@ -109,7 +110,10 @@ class _Seen:
     def of(cls, obs: Mapping) -> _Seen:
         tree = None
         if isinstance(obs.get("axtree_object"), Mapping):
-            tree = flatten_axtree_to_str(obs["axtree_object"])
+            # Without the focused flag: a click beside a button blurs it, which the tree says and
+            # the screen does not show (Chromium draws no ring for a mouse focus); a focus the
+            # screen shows (a caret, a ring) is still a pixel change.
+            tree = flatten_axtree_to_str(obs["axtree_object"], ignored_properties=_TREE_IGNORED)
         elif isinstance(obs.get("axtree_txt"), str):
             tree = obs["axtree_txt"]
         goal = obs.get("goal") if isinstance(obs.get("goal"), str) else ""

@@ -258,3 +258,16 @@ def test_hostile_and_unknown_actions_pass_through_and_are_never_run_by_us(bgym, 
     # Nothing BrowserGym can parse is the paper's "no action": a round acts instead.
     assert second["proposed"] == hostile and second["trigger"] == "no-action"
     assert second["executed"] != hostile and not marker.exists()
+
+
+@pytest.mark.slow
+def test_a_miss_right_after_a_refined_click_is_noticed_at_once(bgym, ocr_args, tmp_path):
+    """click-button-sequence: the refined click leaves the pointer on button ONE, focused; the
+    inner agent's next click lands beside TWO and moves the pointer off ONE, which repaints ONE's
+    hover style and blurs it. Neither is an effect of that click: the next step's trigger is
+    no-effect, not a repeat one step later."""
+    _, summary, steps = run(ocr_args, tmp_path, task="miniwob.click-button-sequence", seed=0, max_steps=5)
+    traces = [trace(s) for s in steps[:-1]]
+    assert [t.get("trigger") for t in traces] == [None, "no-effect", None, "no-effect"], traces
+    assert [t["source"] for t in traces] == ["agent", "regionfocus", "agent", "regionfocus"]
+    assert summary["cum_reward"] == 1.0
