@@ -29,14 +29,16 @@ import io
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from PIL import Image
 
-__all__ = ["ChatServer", "Reply", "Router", "ServerStats", "request_images", "request_text"]
+A = TypeVar("A")
+
+__all__ = ["Answers", "ChatServer", "Reply", "Router", "ServerStats", "request_images", "request_text"]
 
 
 @dataclass
@@ -98,6 +100,35 @@ class Reply:
 
 
 Responder = Callable[[dict[str, Any]], "Reply | str"]
+
+
+class Answers(Generic[A]):
+    """A test server's answers: the scripted ones first, in order, then ``responder`` (a fixed
+    answer or a function of the request). ``kind`` is the server's answer type and ``make`` turns
+    a plain string into one; ``lock`` is the server's own (its handler threads share it)."""
+
+    def __init__(self, kind: type[A], make: Callable[[str], A], responder: Any, lock: threading.Lock):
+        self._kind, self._make, self._responder, self._lock = kind, make, responder, lock
+        self._script: collections.deque[A] = collections.deque()
+
+    def _as_answer(self, answer: Any) -> A:
+        return answer if isinstance(answer, self._kind) else self._make(str(answer))
+
+    def script(self, answers: Iterable[Any]) -> None:
+        with self._lock:
+            self._script.extend(self._as_answer(a) for a in answers)
+
+    def set(self, responder: Any) -> None:
+        with self._lock:
+            self._responder = responder
+
+    def next(self, request: Any) -> A:
+        with self._lock:
+            scripted = self._script.popleft() if self._script else None
+            responder = self._responder
+        if scripted is not None:
+            return scripted
+        return self._as_answer(responder(request) if callable(responder) else responder)
 
 
 @dataclass
@@ -180,17 +211,14 @@ class ChatServer:
         host: str = "127.0.0.1",
         keep_bodies: bool = True,
     ) -> None:
-        if responder is None:
-            responder = "ok"
-        self._responder = responder
         self.latency = latency
         self.model = model
         # Long benchmark runs send thousands of multi-MB requests: keep_bodies=False stops
         # stats.bodies from holding them all.
         self.keep_bodies = keep_bodies
         self.stats = ServerStats()
-        self._script: collections.deque[Reply] = collections.deque()
         self._lock = threading.Lock()
+        self.answers = Answers(Reply, Reply.text, "ok" if responder is None else responder, self._lock)
         self._stopping = threading.Event()
         self._slots = threading.BoundedSemaphore(max_concurrency) if max_concurrency else None
         self._host = host
@@ -201,13 +229,11 @@ class ChatServer:
     # -- control -----------------------------------------------------------------------------
     def script(self, *replies: Reply | str) -> ChatServer:
         """Queue replies for the next chat requests, in order (then ``responder`` again)."""
-        with self._lock:
-            self._script.extend(r if isinstance(r, Reply) else Reply.text(r) for r in replies)
+        self.answers.script(replies)
         return self
 
     def set_responder(self, responder: Responder | Reply | str) -> None:
-        with self._lock:
-            self._responder = responder
+        self.answers.set(responder)
 
     def reset_stats(self) -> None:
         with self._lock:
@@ -264,15 +290,6 @@ class ChatServer:
         self.stop()
 
     # -- request handling (handler threads) --------------------------------------------------
-    def _next_reply(self, body: dict[str, Any]) -> Reply:
-        with self._lock:
-            scripted = self._script.popleft() if self._script else None
-            responder = self._responder
-        if scripted is not None:
-            return scripted
-        reply = responder(body) if callable(responder) else responder
-        return reply if isinstance(reply, Reply) else Reply.text(str(reply))
-
     def _sleep(self, seconds: float) -> None:
         if seconds > 0:
             self._stopping.wait(seconds)
@@ -395,7 +412,7 @@ class _Handler(JsonHandler):
         if body.get("stream"):
             reply = Reply.client_error(400, "streaming is not supported by the test server")
         else:
-            reply = srv._next_reply(body)
+            reply = srv.answers.next(body)
         srv._sleep(srv.latency + reply.delay)
         if reply.body is not None:
             payload = reply.body

@@ -19,7 +19,6 @@ retry hint; ``overloaded``: Anthropic's 529, Gemini's 503).
 from __future__ import annotations
 
 import base64
-import collections
 import io
 import json
 import re
@@ -32,7 +31,7 @@ from typing import Any
 
 from PIL import Image
 
-from .chat_server import JsonHandler
+from .chat_server import Answers, JsonHandler
 
 __all__ = ["PATHS", "ProviderServer", "Request", "Said", "closed_port"]
 
@@ -291,9 +290,8 @@ class ProviderServer:
         self.model = model
         self.models = models  # the models it knows (None: any name)
         self.key = key  # the one key it accepts (None: any)
-        self._responder = responder if responder is not None else "ok"
-        self._script: collections.deque[Said] = collections.deque()
         self._lock = threading.Lock()
+        self.answers = Answers(Said, Said, "ok" if responder is None else responder, self._lock)
         self.stats = Stats()
         self.errors: list[str] = []  # the responder's own failures (a broken double, not the product)
         self.answered = threading.Condition(self._lock)
@@ -301,8 +299,7 @@ class ProviderServer:
         self._thread: threading.Thread | None = None
 
     def script(self, *replies: Said | str) -> ProviderServer:
-        with self._lock:
-            self._script.extend(r if isinstance(r, Said) else Said(r) for r in replies)
+        self.answers.script(replies)
         return self
 
     @property
@@ -332,15 +329,6 @@ class ProviderServer:
             self._httpd = None
 
     # ---- answers in the provider's format
-    def _next(self, request: Request) -> Said:
-        with self._lock:
-            scripted = self._script.popleft() if self._script else None
-            responder = self._responder
-        if scripted is not None:
-            return scripted
-        said = responder(request) if callable(responder) else responder
-        return said if isinstance(said, Said) else Said(str(said))
-
     def reply_body(self, request: Request, said: Said) -> dict[str, Any]:
         model = request.model or self.model or "test-model"
         inp = (
@@ -461,7 +449,7 @@ class _Handler(JsonHandler):
             st.max_in_flight = max(st.max_in_flight, st.in_flight)
         try:
             try:
-                said = srv._next(request)
+                said = srv.answers.next(request)
             except Exception as e:  # noqa: BLE001 - a broken responder answers 422, never retried
                 srv.errors.append(f"{type(e).__name__}: {e}")
                 said = Said(status=422, error={"error": {"message": f"responder failed: {e}"}})
