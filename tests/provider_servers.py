@@ -31,9 +31,12 @@ from typing import Any
 
 from PIL import Image
 
+from regionfocus.model import Query
+from regionfocus.trace import record_call
+
 from .chat_server import Answers, JsonHandler
 
-__all__ = ["PATHS", "ProviderServer", "Request", "Said", "closed_port"]
+__all__ = ["PATHS", "ProviderServer", "Request", "Said", "act_recorded", "closed_port"]
 
 
 def closed_port() -> int:
@@ -58,6 +61,17 @@ MODEL_PATHS = {
 }
 # Where the providers' SDKs send the key (anthropic 2.14 sends a bearer token).
 KEY_HEADERS = ("x-api-key", "x-goog-api-key", "authorization")
+
+
+async def act_recorded(adapter: Any, image: Image.Image, instruction: str = "x") -> tuple[Any, Any]:
+    """One ``act`` of a hosted adapter, recorded as the harnesses record it, then its client
+    closed; (the reply or None, the call record)."""
+    calls: list = []
+    try:
+        reply = await record_call(calls, "act", adapter.act(image, Query(instruction)))
+    finally:
+        await adapter.backend.aclose()
+    return reply, calls[0]
 
 
 def error_body(provider: str, status: int, message: str) -> dict[str, Any]:

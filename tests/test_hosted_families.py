@@ -28,7 +28,7 @@ from regionfocus.geometry import Point
 from regionfocus.model import Query
 from regionfocus.trace import record_call
 
-from .provider_servers import ProviderServer, Request, Said
+from .provider_servers import ProviderServer, Request, Said, act_recorded
 
 KEY = "sk-test-secret-0123456789abcdef"
 ENV = {"anthropic": "ANTHROPIC_API_KEY", "gemini": "GEMINI_API_KEY", "openai": "OPENAI_API_KEY"}
@@ -283,21 +283,15 @@ def test_a_length_cut_fails_at_once_naming_the_budget_and_a_filtered_reply_is_re
     async def once(srv, **opts):
         adapter = build_hosted(AGENT[provider], model=model, base_url=srv.base_url, **opts)
         adapter.backend.sleep = Slept()
-        calls: list = []
-        try:
-            out = await record_call(calls, "act", adapter.act(screenshot, Query("click the red button")))
-        finally:
-            await adapter.backend.aclose()
-        return out, calls, adapter
+        out, call = await act_recorded(adapter, screenshot, "click the red button")
+        return out, call, adapter
 
     with ProviderServer(provider, good) as srv:
         srv.script(Said.cut(provider))
-        out, calls, adapter = _run(once(srv, max_tokens=3000))
+        out, call, adapter = _run(once(srv, max_tokens=3000))
         assert srv.stats.requests == 1  # the same budget would stop at the same place: no retry
         sent = srv.stats.bodies[0]
-    assert (
-        out is None and "output budget of 3000 tokens" in calls[0].error and "--max-tokens" in calls[0].error
-    )
+    assert out is None and "output budget of 3000 tokens" in call.error and "--max-tokens" in call.error
     assert (
         sent.get(
             "max_tokens",
@@ -308,7 +302,7 @@ def test_a_length_cut_fails_at_once_naming_the_budget_and_a_filtered_reply_is_re
     if provider in FILTERED:
         with ProviderServer(provider, good) as srv:
             srv.script(Said("The target is at [[412, 2", stop=FILTERED[provider]))
-            out, calls, _ = _run(once(srv))
+            out, _, _ = _run(once(srv))
             assert srv.stats.requests == 2  # a filtered reply may pass another time
         assert out is not None and TARGET[0] - 20 <= out.point.x <= TARGET[2] + 20
 

@@ -17,10 +17,8 @@ from PIL import Image
 from regionfocus.adapters.families.hosted import build_hosted, tool_calls
 from regionfocus.adapters.families.hosted_models import model_rule, seen_size
 from regionfocus.kit import prices
-from regionfocus.model import Query
-from regionfocus.trace import record_call
 
-from .provider_servers import ProviderServer, Request, Said
+from .provider_servers import ProviderServer, Request, Said, act_recorded
 
 KEY = "sk-test-requests-0123456789"
 ENV = {"anthropic": "ANTHROPIC_API_KEY", "gemini": "GEMINI_API_KEY", "openai": "OPENAI_API_KEY"}
@@ -41,12 +39,8 @@ def _ask(provider: str, model: str, said, image: Image.Image | None = None, **op
 
     async def run(srv):
         adapter = build_hosted(AGENT[provider], model=model, base_url=srv.base_url, **opts)
-        calls: list = []
-        try:
-            reply = await record_call(calls, "act", adapter.act(image, Query("click the thing")))
-        finally:
-            await adapter.backend.aclose()
-        return calls[0], adapter, reply
+        reply, call = await act_recorded(adapter, image, "click the thing")
+        return call, adapter, reply
 
     with ProviderServer(provider, said) as srv:
         call, adapter, reply = asyncio.run(run(srv))
@@ -190,12 +184,7 @@ def test_a_gemini_image_over_the_inline_limit_is_sent_smaller_and_recorded():
     async def run(srv):
         adapter = build_hosted("gemini", model="gemini-3.1-pro", base_url=srv.base_url)
         adapter.backend.inline_limit = 2_000_000  # a small limit, the same rule
-        calls: list = []
-        try:
-            await record_call(calls, "act", adapter.act(noise, Query("x")))
-        finally:
-            await adapter.backend.aclose()
-        return calls[0]
+        return (await act_recorded(adapter, noise))[1]
 
     with ProviderServer("gemini", GOOD["gemini"]) as srv:
         call = asyncio.run(run(srv))

@@ -12,10 +12,8 @@ import pytest
 from PIL import Image
 
 from regionfocus.adapters.families.hosted import build_hosted
-from regionfocus.model import Query
-from regionfocus.trace import record_call
 
-from .provider_servers import ProviderServer, Said
+from .provider_servers import ProviderServer, Said, act_recorded
 
 KEY = "sk-test-waits-0123456789abcdef"
 ENV = {"anthropic": "ANTHROPIC_API_KEY", "gemini": "GEMINI_API_KEY", "openai": "OPENAI_API_KEY"}
@@ -51,12 +49,7 @@ def _call(provider: str, srv: ProviderServer, shot: Image.Image, **opts):
     async def run():
         adapter = build_hosted(AGENT[provider], model=MODEL[provider], base_url=srv.base_url, **opts)
         adapter.backend.sleep = slept
-        calls: list = []
-        try:
-            await record_call(calls, "act", adapter.act(shot, Query("click the thing")))
-        finally:
-            await adapter.backend.aclose()
-        return calls[0]
+        return (await act_recorded(adapter, shot, "click the thing"))[1]
 
     return asyncio.run(run()), slept
 

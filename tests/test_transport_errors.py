@@ -17,11 +17,9 @@ from PIL import Image
 
 from regionfocus.adapters.backends.openai_http import BackendError, OpenAIBackend
 from regionfocus.adapters.families.hosted import build_hosted
-from regionfocus.model import Query
-from regionfocus.trace import record_call
 
 from .chat_server import ChatServer
-from .provider_servers import ProviderServer, Said, closed_port
+from .provider_servers import ProviderServer, Said, act_recorded, closed_port
 
 KEY = "sk-test-transport-0123456789"
 ENV = {"claude": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
@@ -96,12 +94,8 @@ def _hosted_error(agent: str, base_url: str) -> str:
     async def run():
         adapter = build_hosted(agent, model=MODEL[agent], base_url=base_url, timeout=10)
         adapter.backend.max_retries = 0
-        calls: list = []
-        try:
-            await record_call(calls, "act", adapter.act(Image.new("RGB", (64, 48)), Query("x")))
-        finally:
-            await adapter.backend.aclose()
-        return calls[0].error or ""
+        _, call = await act_recorded(adapter, Image.new("RGB", (64, 48)))
+        return call.error or ""
 
     return asyncio.run(run())
 
