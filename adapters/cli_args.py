@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from regionfocus.adapters.backends.base import MAX_REPLY_BYTES
+from regionfocus.adapters.model_check import add_preflight_argument
 from regionfocus.kit.flags import non_negative, whole
 from regionfocus.model import GroundingModel
 
@@ -51,6 +52,7 @@ def add_agent_arguments(parser: argparse.ArgumentParser, default_agent: str = "o
     _server_arguments(g)
     _request_arguments(g)
     _local_arguments(g)
+    add_preflight_argument(g)  # every harness checks its model before the first sample
 
 
 def _local_arguments(g: argparse._ArgumentGroup) -> None:

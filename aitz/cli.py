@@ -19,6 +19,7 @@ from regionfocus.adapters.cli_args import (
     coat_from_args,
     request_identity,
 )
+from regionfocus.adapters.model_check import check_models
 from regionfocus.adapters.reasoning.coat_model import CoatModel
 from regionfocus.kit import command
 from regionfocus.kit.flags import add_out_argument, whole
@@ -110,12 +111,13 @@ def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
     args = run_parser().parse_args(argv)
     command.at_least_one("--concurrency", args.concurrency)
     coat = coat_from_args(args)
-    episodes = load_aitz(args.data)[: args.limit]
     owned = model is None
     if model is None:
         model = build_model(args, concurrency=args.concurrency, coat=coat)
+        check_models(args, model)  # before the episodes are read and any record is written
     elif coat is not None:
         model = CoatModel(model, coat)
+    episodes = load_aitz(args.data)[: args.limit]
     out = Path(args.out or command.default_out("aitz", args.agent))
     identity = {
         "data": str(Path(args.data).resolve()),

@@ -21,6 +21,7 @@ from regionfocus.adapters.cli_args import (
     build_second_model,
     request_identity,
 )
+from regionfocus.adapters.model_check import check_models
 from regionfocus.adapters.redact import redact_url
 from regionfocus.kit import command, hub
 from regionfocus.kit.flags import (
@@ -357,14 +358,16 @@ def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
     strategies = strategy_names(args.strategy)
     second = build_second_model(args, concurrency=args.concurrency)
     options = second_options(strategies, second)
+    # A model the caller passed in is the caller's to close and to check; ours are checked now,
+    # before the data is read and any record written.
+    owned, model = (True, _model(args)) if model is None else (False, model)
+    check_models(args, model if owned else None, second)
     outs = [args.out] if args.out else [command.default_out(f.name, args.agent) for f in FORMATS]
     data_dir, data_id = _resolve_data(args.data, outs)
     fmt, samples = _load_samples(args, data_dir)
     if args.prices:
         load_prices(args.prices)  # a table that does not read fails before any model call
     out = Path(args.out or command.default_out(fmt.name, args.agent))
-    owned = model is None  # a model the caller passed in is the caller's to close
-    model = _model(args) if model is None else model
     strategies, unfit = fit_to_model(strategies, model, every=(args.strategy or "").strip().lower() == "all")
     for name, reason in unfit.items():
         print(f"--strategy all: {name} left out: {reason}", file=sys.stderr)

@@ -102,7 +102,8 @@ def server():
 def _suite_run(server, out, tasks: str, seed: int, *flags: str) -> list[dict]:
     """One `regionfocus webvoyager --tasks screen-to-text:...` run; its records by task order."""
     argv = ["--tasks", f"screen-to-text:{tasks}", "--agent", "screen-text", "--seed", str(seed),
-            "--base-url", server.base_url, "--model", "scripted", "--no-progress", "--out", str(out), *flags]  # fmt: skip
+            "--base-url", server.base_url, "--model", "scripted", "--no-progress", "--out", str(out),
+            "--no-preflight", *flags]  # fmt: skip  # the scripted server answers any model name
     assert webvoyager_main(argv) == 0
     return read_results(out)
 
@@ -193,7 +194,7 @@ def test_the_eval_command_keeps_a_resumable_run_folder(server, tmp_path, capsys)
     server.set_responder(reader_model)
     out = tmp_path / "run"
     argv = ["--tasks", "click-button,click-link", "--seeds", "3", "--base-url", server.base_url, "--model", "reader",
-            "--max-steps", "3", "--no-progress", "--out", str(out)]  # fmt: skip
+            "--max-steps", "3", "--no-progress", "--no-preflight", "--out", str(out)]  # fmt: skip
     assert eval_main(argv) == 0
     first = capsys.readouterr().out
     recs = read_results(out)

@@ -36,7 +36,7 @@ def test_zoom_consistency_routes_between_the_agent_and_the_second_agent(tmp_path
     monkeypatch.setenv("RF_TEST_KEY", "k3y")
     data = fresh_dataset(tmp_path / "data")
     out = tmp_path / "run"
-    with ChatServer(corner_responder) as first, ChatServer(colour_responder) as second:
+    with ChatServer(corner_responder, model="m") as first, ChatServer(colour_responder, model="m2") as second:
         second_url = second.base_url.replace("://", f"://user:{SECRET}@", 1)
         argv = ["--data", str(data), "--out", str(out), "--no-progress", "--task", "appb_macos",
                 "--agent", "qwen2.5-vl", "--base-url", first.base_url, "--model", "m",
@@ -115,7 +115,7 @@ def test_a_one_model_run_pins_no_second_model_keys(tmp_path: Path):
     """Folders made before --second-* hold none of its keys, so they still resume."""
     data = fresh_dataset(tmp_path / "data")
     out = tmp_path / "run"
-    with ChatServer(colour_responder) as srv:
+    with ChatServer(colour_responder, model="m") as srv:
         argv = ["--data", str(data), "--out", str(out), "--no-progress", "--task", "appb_macos", "--limit", "1",
                 "--agent", "qwen2.5-vl", "--base-url", srv.base_url, "--model", "m",
                 "--strategy", "zoom-consistency"]  # fmt: skip

@@ -335,7 +335,7 @@ def colour_responder(body: dict) -> Reply:
 
 @pytest.fixture(scope="module")
 def servers():
-    with ChatServer(colour_responder) as first, ChatServer(colour_responder) as second:
+    with ChatServer(colour_responder, model="m") as first, ChatServer(colour_responder, model="m") as second:
         yield first, second
 
 

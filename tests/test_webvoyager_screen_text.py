@@ -104,7 +104,7 @@ def coat_vlm(body: dict) -> str:
 
 
 def test_coat_over_a_vlm_carries_the_parts_in_the_next_requests(tmp_path):
-    with ChatServer(responder=coat_vlm) as srv:
+    with ChatServer(responder=coat_vlm, model="q") as srv:
         argv = [
             "--tasks", "miniwob:click-button", "--agent", "qwen2.5-vl", "--base-url", srv.base_url,
             "--model", "q", "--reasoning", "coat", "--no-regionfocus", "--max-steps", "3",

@@ -22,6 +22,7 @@ from regionfocus.adapters.cli_args import (
     request_identity,
     text_only_config,
 )
+from regionfocus.adapters.model_check import check_models
 from regionfocus.adapters.redact import redact_url
 from regionfocus.kit import command
 from regionfocus.kit.flags import (
@@ -252,6 +253,7 @@ def run_main(argv: list[str]) -> int:
     run = _resolve(args)
     folders = _run_folders(args)
     model = build_model(args, concurrency=args.concurrency, coat=run.coat)
+    check_models(args, model)  # before the browser starts and any record is written
     if run.suite and hasattr(model, "whole_answers"):
         model.whole_answers = True  # the screen-to-text agent runs each answer's whole list
     browser = Browser(
