@@ -14,13 +14,14 @@ import pytest_asyncio
 
 from regionfocus import RegionFocusAgent
 from regionfocus.actions import Action, ActionType, click
-from regionfocus.model import ModelReply, Verdict
+from regionfocus.model import ModelReply
 from regionfocus.webvoyager.browser import Browser, EnvConfig
 from regionfocus.webvoyager.page_fetch import PageFetcher, PageRefused
 from regionfocus.webvoyager.rundir import RunDir
 from regionfocus.webvoyager.runner import RunSettings, run_tasks
 from regionfocus.webvoyager.tasks import load_tasks
 from tests.hostile_pages import LINKS, HostilePages
+from tests.scripted import ScriptedModel
 
 pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="session")]
 
@@ -166,31 +167,17 @@ async def test_a_page_is_measured_after_decompression(pages):
         await fetcher.aclose()
 
 
-class _ClicksThenFinishes:
+def _clicks_then_finishes() -> ScriptedModel:
     """A GroundingModel for any page: one click in the middle, then the answer."""
+    model = ScriptedModel()
 
-    def __init__(self):
-        self.calls = 0
-
-    def input_size(self, size):
-        return size
-
-    async def act(self, image, query, *, zoomed=False):
-        self.calls += 1
-        action = click(300, 200) if self.calls % 2 else Action(ActionType.FINISHED, text="done")
+    def act(image, query, zoomed=False):
+        n = model.kinds().count("act")  # this call included
+        action = click(300, 200) if n % 2 else Action(ActionType.FINISHED, text="done")
         return ModelReply("scripted", action=action)
 
-    async def propose_point(self, image, query, avoid, *, temperature=None):
-        return ModelReply("none")
-
-    async def judge(self, image, query, point):
-        return ModelReply("yes", verdict=Verdict.YES)
-
-    async def choose(self, image, query, options, *, retry=0):
-        return ModelReply("1", choice=1)
-
-    async def propose_box(self, image, query, focal):
-        return ModelReply("no box")
+    model.on_act = act
+    return model
 
 
 async def test_each_hostile_page_ends_its_task_with_a_record_that_names_page_and_cause(
@@ -215,7 +202,7 @@ async def test_each_hostile_page_ends_its_task_with_a_record_that_names_page_and
     run = RunDir(tmp_path / "run")
     run.open({"agent": "scripted", "regionfocus_enabled": False})
     records = await run_tasks(
-        tasks, lambda: RegionFocusAgent(_ClicksThenFinishes(), enabled=False), run, browser, settings
+        tasks, lambda: RegionFocusAgent(_clicks_then_finishes(), enabled=False), run, browser, settings
     )
     run.close()
     errors = {name: rec["error"] or "" for name, rec in zip(names, records, strict=True)}
