@@ -22,7 +22,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from regionfocus.adapters.backends.base import Message, ToolCall, finished_text
-from regionfocus.adapters.backends.hosted_base import HostedBackend, Read, Wire, parts_of, token_fields
+from regionfocus.adapters.backends.hosted_base import (
+    HostedBackend,
+    Read,
+    Wire,
+    system_and_turns,
+    token_fields,
+)
 
 # Claude ended the reply itself: its turn is over, it called a tool, or it wrote a stop string.
 FINISHED = frozenset({"end_turn", "tool_use", "stop_sequence"})
@@ -46,33 +52,17 @@ class AnthropicBackend(HostedBackend):
     def build(self, messages: Sequence[Message], options: dict[str, Any]) -> Wire:
         options = dict(options)
         wire = Wire({})
-        system: list[dict[str, Any]] = []
-        turns: list[dict[str, Any]] = []
-        for i, message in enumerate(messages):
-            role = message.get("role")
-            blocks: list[dict[str, Any]] = []
-            for j, part in enumerate(parts_of(message)):
-                kind = part.get("type")
-                if kind == "text":
-                    blocks.append({"type": "text", "text": part["text"]})
-                elif kind == "image":
-                    blob = self.blob(part["image"], wire)
-                    source = {"type": "base64", "media_type": blob.media_type, "data": blob.data}
-                    blocks.append({"type": "image", "source": source})
-                else:
-                    raise ValueError(f"message {i} part {j}: unsupported part type {kind!r}")
-            if role == "system":
-                if any(b["type"] != "text" for b in blocks):
-                    raise ValueError(f"message {i}: a system message holds text only")
-                system.extend(blocks)
-            elif role in ("user", "assistant"):
-                turns.append({"role": role, "content": blocks})
-            else:
-                raise ValueError(f"message {i}: unsupported role {role!r}")
+
+        def image_block(image: Any) -> dict[str, Any]:
+            blob = self.blob(image, wire)
+            source = {"type": "base64", "media_type": blob.media_type, "data": blob.data}
+            return {"type": "image", "source": source}
+
+        system, turns = system_and_turns(messages, lambda text: {"type": "text", "text": text}, image_block)
         kwargs: dict[str, Any] = {
             "model": self.model,
             "max_tokens": int(options.pop("max_tokens", 512)),
-            "messages": turns,
+            "messages": [{"role": role, "content": blocks} for role, blocks in turns],
         }
         # The Messages API takes no sampling parameters any more (the SDK's create has none):
         # the rules say so for every Claude model, and a rule that allowed one would send it.
@@ -80,7 +70,7 @@ class AnthropicBackend(HostedBackend):
         if temperature is not None and self.rule.temperature:
             kwargs["extra_body"] = {"temperature": float(temperature)}
         if system:
-            kwargs["system"] = system
+            kwargs["system"] = [{"type": "text", "text": text} for text in system]
         for name in ("tools", "betas", "tool_choice", "stop_sequences"):
             if options.get(name) is not None:
                 kwargs[name] = options.pop(name)

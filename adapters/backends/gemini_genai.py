@@ -29,7 +29,15 @@ from typing import Any
 from PIL import Image
 
 from regionfocus.adapters.backends.base import Message, ToolCall, UnfinishedReply, finished_text
-from regionfocus.adapters.backends.hosted_base import Blob, HostedBackend, Read, Wire, parts_of, token_fields
+from regionfocus.adapters.backends.hosted_base import (
+    Blob,
+    HostedBackend,
+    Read,
+    Wire,
+    parts_of,
+    system_and_turns,
+    token_fields,
+)
 from regionfocus.adapters.backends.retry import Failure, hint_from_headers
 from regionfocus.resample import bicubic
 
@@ -119,30 +127,13 @@ class GeminiBackend(HostedBackend):
         wire = Wire({})
         n_images = sum(1 for m in messages for p in parts_of(m) if p.get("type") == "image")
         budget = max(1, self.inline_limit - TEXT_MARGIN) // max(1, n_images)
-        system: list[str] = []
-        contents: list[dict[str, Any]] = []
-        for i, message in enumerate(messages):
-            role = message.get("role")
-            parts: list[dict[str, Any]] = []
-            for j, part in enumerate(parts_of(message)):
-                kind = part.get("type")
-                if kind == "text":
-                    parts.append({"text": part["text"]})
-                elif kind == "image":
-                    blob = self.inline_blob(part["image"], wire, budget)
-                    parts.append(
-                        {"inline_data": {"mime_type": blob.media_type, "data": base64.b64decode(blob.data)}}
-                    )
-                else:
-                    raise ValueError(f"message {i} part {j}: unsupported part type {kind!r}")
-            if role == "system":
-                if any("text" not in p for p in parts):
-                    raise ValueError(f"message {i}: a system message holds text only")
-                system.extend(p["text"] for p in parts)
-            elif role in ("user", "assistant"):
-                contents.append({"role": "user" if role == "user" else "model", "parts": parts})
-            else:
-                raise ValueError(f"message {i}: unsupported role {role!r}")
+
+        def inline(image: Any) -> dict[str, Any]:
+            blob = self.inline_blob(image, wire, budget)
+            return {"inline_data": {"mime_type": blob.media_type, "data": base64.b64decode(blob.data)}}
+
+        system, turns = system_and_turns(messages, lambda text: {"text": text}, inline)
+        contents = [{"role": "user" if role == "user" else "model", "parts": parts} for role, parts in turns]
         config: dict[str, Any] = {"max_output_tokens": int(options.pop("max_tokens", 512))}
         config.update(self.rule.thinking_kwargs(self.reasoning, config["max_output_tokens"]))
         if self.rule.media_resolution:

@@ -18,7 +18,7 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -447,3 +447,35 @@ def parts_of(message: Message) -> list[dict[str, Any]]:
     if isinstance(content, list):
         return content
     raise ValueError(f"message content must be a string or a list of parts, got {type(content).__name__}")
+
+
+def system_and_turns(
+    messages: Sequence[Message], text: Callable[[str], Any], image: Callable[[Image.Image], Any]
+) -> tuple[list[str], list[tuple[str, list[Any]]]]:
+    """The system text of ``messages`` and their user and assistant turns, each part built in
+    the provider's form by ``text`` or ``image`` (for the APIs that take the system text apart
+    from the turns). A part of another kind, an image in a system message or another role is
+    refused naming the message."""
+    system: list[str] = []
+    turns: list[tuple[str, list[Any]]] = []
+    for i, message in enumerate(messages):
+        role = message.get("role")
+        parts = parts_of(message)
+        built: list[Any] = []
+        for j, part in enumerate(parts):
+            kind = part.get("type")
+            if kind == "text":
+                built.append(text(part["text"]))
+            elif kind == "image":
+                built.append(image(part["image"]))
+            else:
+                raise ValueError(f"message {i} part {j}: unsupported part type {kind!r}")
+        if role == "system":
+            if any(part["type"] != "text" for part in parts):
+                raise ValueError(f"message {i}: a system message holds text only")
+            system.extend(part["text"] for part in parts)
+        elif role in ("user", "assistant"):
+            turns.append((role, built))
+        else:
+            raise ValueError(f"message {i}: unsupported role {role!r}")
+    return system, turns
