@@ -21,10 +21,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from regionfocus.adapters.backends.base import Message, ToolCall, finished_text
+from regionfocus.adapters.backends.base import Message, ToolCall
 from regionfocus.adapters.backends.hosted_base import (
     HostedBackend,
-    Read,
     Wire,
     system_and_turns,
     token_fields,
@@ -43,6 +42,9 @@ class AnthropicBackend(HostedBackend):
     sdk_module = "anthropic"
     default_key_env = ("ANTHROPIC_API_KEY",)
     default_base_url = "https://api.anthropic.com"
+    provider_name = "Anthropic"
+    finished = FINISHED
+    length = LENGTH
 
     def make_client(self, timeout: float | None = None) -> Any:
         from anthropic import AsyncAnthropic, DefaultAsyncHttpxClient
@@ -83,7 +85,7 @@ class AnthropicBackend(HostedBackend):
             return await client.beta.messages.create(**kwargs)
         return await client.messages.create(**kwargs)
 
-    def read(self, reply: Any, budget: int | None = None) -> Read:
+    def said(self, reply: Any, budget: int | None) -> tuple[list[str], list[ToolCall], Any]:
         pieces: list[str] = []
         calls: list[ToolCall] = []
         for block in getattr(reply, "content", None) or []:
@@ -93,14 +95,9 @@ class AnthropicBackend(HostedBackend):
             elif kind == "tool_use":
                 args = block.input if isinstance(block.input, dict) else {}
                 calls.append(ToolCall(str(block.name), args))
-        text = finished_text(
-            "\n".join(pieces) if pieces else ("" if calls else None),
-            getattr(reply, "stop_reason", None),
-            FINISHED,
-            "Anthropic",
-            LENGTH,
-            budget,
-        )
+        return pieces, calls, getattr(reply, "stop_reason", None)
+
+    def usage(self, reply: Any) -> dict[str, Any]:
         usage = getattr(reply, "usage", None)
         fresh = getattr(usage, "input_tokens", None)
         read = getattr(usage, "cache_read_input_tokens", None) or 0
@@ -108,14 +105,10 @@ class AnthropicBackend(HostedBackend):
         # input_tokens counts what came neither from nor into the cache: the whole input is all
         # three (a cache write bills as plain input, a read at its own rate). Anthropic reports
         # no thinking count apart: output_tokens holds it.
-        return Read(
-            text,
-            calls,
-            token_fields(
-                prompt=None if fresh is None else fresh + read + written,
-                cached=read if fresh is not None else None,
-                completion=getattr(usage, "output_tokens", None),
-                reasoning=None,
-                model=getattr(reply, "model", None) or self.model,
-            ),
+        return token_fields(
+            prompt=None if fresh is None else fresh + read + written,
+            cached=read if fresh is not None else None,
+            completion=getattr(usage, "output_tokens", None),
+            reasoning=None,
+            model=getattr(reply, "model", None) or self.model,
         )

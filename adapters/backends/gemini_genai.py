@@ -28,11 +28,10 @@ from typing import Any
 
 from PIL import Image
 
-from regionfocus.adapters.backends.base import Message, ToolCall, UnfinishedReply, finished_text
+from regionfocus.adapters.backends.base import Message, ToolCall, UnfinishedReply
 from regionfocus.adapters.backends.hosted_base import (
     Blob,
     HostedBackend,
-    Read,
     Wire,
     parts_of,
     system_and_turns,
@@ -76,6 +75,9 @@ class GeminiBackend(HostedBackend):
     sdk_module = "google.genai"
     default_key_env = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
     default_base_url = "https://generativelanguage.googleapis.com"
+    provider_name = "Gemini"
+    finished = FINISHED
+    length = LENGTH
     _shrink_logged = False
     inline_limit = INLINE_LIMIT  # bytes of a request with its images inline
 
@@ -169,7 +171,7 @@ class GeminiBackend(HostedBackend):
         hint, where = retry_delay(exc) if retry else (None, "")
         return Failure(retry, code, hint, where, f"{code} {getattr(exc, 'status', '') or ''}".strip())
 
-    def read(self, reply: Any, budget: int | None = None) -> Read:
+    def said(self, reply: Any, budget: int | None) -> tuple[list[str], list[ToolCall], Any]:
         candidates = getattr(reply, "candidates", None) or []
         if not candidates:
             feedback = getattr(reply, "prompt_feedback", None)
@@ -187,29 +189,19 @@ class GeminiBackend(HostedBackend):
             if call is not None:
                 calls.append(ToolCall(str(call.name), dict(call.args or {})))
         reason = getattr(candidate, "finish_reason", None)
-        reason = getattr(reason, "value", reason)
-        text = finished_text(
-            "\n".join(pieces) if pieces else ("" if calls else None),
-            reason,
-            FINISHED,
-            "Gemini",
-            LENGTH,
-            budget,
-        )
+        return pieces, calls, getattr(reason, "value", reason)
+
+    def usage(self, reply: Any) -> dict[str, Any]:
         usage = getattr(reply, "usage_metadata", None)
         out_tokens = getattr(usage, "candidates_token_count", None)
         thoughts = getattr(usage, "thoughts_token_count", None)
-        return Read(
-            text,
-            calls,
-            token_fields(
-                prompt=getattr(usage, "prompt_token_count", None),  # cached content included
-                cached=getattr(usage, "cached_content_token_count", None),
-                # thinking is billed as output, and Gemini counts it apart from the candidates
-                completion=None if out_tokens is None else out_tokens + (thoughts or 0),
-                reasoning=thoughts,
-                model=getattr(reply, "model_version", None) or self.model,
-            ),
+        return token_fields(
+            prompt=getattr(usage, "prompt_token_count", None),  # cached content included
+            cached=getattr(usage, "cached_content_token_count", None),
+            # thinking is billed as output, and Gemini counts it apart from the candidates
+            completion=None if out_tokens is None else out_tokens + (thoughts or 0),
+            reasoning=thoughts,
+            model=getattr(reply, "model_version", None) or self.model,
         )
 
     async def close_client(self, client: Any) -> None:

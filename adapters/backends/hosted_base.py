@@ -33,6 +33,7 @@ from regionfocus.adapters.backends.base import (
     ReplyTooLarge,
     ToolCall,
     UnfinishedReply,
+    finished_text,
     reply_cap,
     token_count,
 )
@@ -115,6 +116,9 @@ class HostedBackend:
     sdk_module = ""  # the provider's SDK package, imported when the model is built
     default_key_env: tuple[str, ...] = ()
     default_base_url = ""
+    provider_name = ""  # the provider as a failed reply names it
+    finished: frozenset[str] = frozenset()  # its stop reasons for a reply the model ended itself
+    length: frozenset[str] = frozenset()  # those for a reply that reached its output budget
 
     def __init__(
         self,
@@ -259,7 +263,20 @@ class HostedBackend:
 
     def read(self, reply: Any, budget: int | None = None) -> Read:
         """The finished reply's prose, tool calls and usage fields; raises UnfinishedReply
-        (LengthCut when it reached ``budget``) otherwise."""
+        (LengthCut when it reached ``budget``) otherwise. With no text, a reply of tool calls is
+        the empty answer and one of neither is no answer."""
+        pieces, calls, reason = self.said(reply, budget)
+        text = "\n".join(pieces) if pieces else ("" if calls else None)
+        text = finished_text(text, reason, self.finished, self.provider_name, self.length, budget)
+        return Read(text, calls, self.usage(reply))
+
+    def said(self, reply: Any, budget: int | None) -> tuple[list[str], list[ToolCall], Any]:
+        """The reply's text pieces, its tool calls and its stop reason (raising UnfinishedReply
+        for a reply the provider marks unfinished in its own way)."""
+        raise NotImplementedError
+
+    def usage(self, reply: Any) -> dict[str, Any]:
+        """The reply's usage fields (:func:`token_fields`)."""
         raise NotImplementedError
 
     def status_failure(self, exc: BaseException) -> Failure | None:

@@ -25,10 +25,9 @@ from regionfocus.adapters.backends.base import (
     Message,
     ToolCall,
     UnfinishedReply,
-    finished_text,
     length_cut_message,
 )
-from regionfocus.adapters.backends.hosted_base import HostedBackend, Read, Wire, parts_of, token_fields
+from regionfocus.adapters.backends.hosted_base import HostedBackend, Wire, parts_of, token_fields
 
 FINISHED = frozenset({"completed"})
 
@@ -46,6 +45,8 @@ class ResponsesBackend(HostedBackend):
     sdk_module = "openai"
     default_key_env = ("OPENAI_API_KEY",)
     default_base_url = "https://api.openai.com/v1"
+    provider_name = "OpenAI"
+    finished = FINISHED
 
     def make_client(self, timeout: float | None = None) -> Any:
         from openai import AsyncOpenAI, DefaultAsyncHttpxClient
@@ -93,7 +94,7 @@ class ResponsesBackend(HostedBackend):
     async def call(self, client: Any, kwargs: dict[str, Any]) -> Any:
         return await client.responses.create(**kwargs)
 
-    def read(self, reply: Any, budget: int | None = None) -> Read:
+    def said(self, reply: Any, budget: int | None) -> tuple[list[str], list[ToolCall], Any]:
         status = getattr(reply, "status", None)
         if status == "incomplete":
             reason = getattr(getattr(reply, "incomplete_details", None), "reason", None)
@@ -120,20 +121,16 @@ class ResponsesBackend(HostedBackend):
                     args = _plain(action)
                     if isinstance(args, dict):
                         calls.append(ToolCall(str(args.get("type", "")), args))
-        text = finished_text(
-            "\n".join(pieces) if pieces else ("" if calls else None), status, FINISHED, "OpenAI"
-        )
+        return pieces, calls, status
+
+    def usage(self, reply: Any) -> dict[str, Any]:
         usage = getattr(reply, "usage", None)
         details = getattr(usage, "input_tokens_details", None)
         out_details = getattr(usage, "output_tokens_details", None)
-        return Read(
-            text,
-            calls,
-            token_fields(
-                prompt=getattr(usage, "input_tokens", None),  # cached tokens included
-                cached=getattr(details, "cached_tokens", None),
-                completion=getattr(usage, "output_tokens", None),  # reasoning included
-                reasoning=getattr(out_details, "reasoning_tokens", None),
-                model=getattr(reply, "model", None) or self.model,
-            ),
+        return token_fields(
+            prompt=getattr(usage, "input_tokens", None),  # cached tokens included
+            cached=getattr(details, "cached_tokens", None),
+            completion=getattr(usage, "output_tokens", None),  # reasoning included
+            reasoning=getattr(out_details, "reasoning_tokens", None),
+            model=getattr(reply, "model", None) or self.model,
         )
