@@ -35,9 +35,9 @@ from regionfocus.adapters.perception.ocr_text import (
     ParsedInstruction,
     TextLine,
     best_matches,
-    check_fractions,
     echo_lines,
     fold,
+    fraction,
     parse_instruction,
 )
 from regionfocus.geometry import Box, Point, box_around
@@ -74,15 +74,9 @@ class A11yAgent:
         *,
         task_grammar: TaskGrammar | None = None,
     ):
-        check_fractions(
-            "a11y",
-            act_threshold=act_threshold,
-            judge_threshold=judge_threshold,
-            partial_threshold=partial_threshold,
-        )
-        self.act_threshold = float(act_threshold)
-        self.judge_threshold = float(judge_threshold)
-        self.partial_threshold = float(partial_threshold)
+        self.act_threshold = fraction("a11y", "act_threshold", act_threshold)
+        self.judge_threshold = fraction("a11y", "judge_threshold", judge_threshold)
+        self.partial_threshold = fraction("a11y", "partial_threshold", partial_threshold)
         self.task_grammar = task_grammar
         self._elements: tuple[A11yElement, ...] = ()
         self._size: tuple[int, int] | None = None

@@ -49,8 +49,8 @@ from regionfocus.adapters.perception.ocr_text import (
     ParsedInstruction,
     TextLine,
     best_matches,
-    check_fractions,
     echo_lines,
+    fraction,
     parse_instruction,
     text_lines,
     token_overlap,
@@ -111,18 +111,11 @@ class OcrAgent:
         require_engine()
         if int(budget) < 1024:
             raise ValueError(f"ocr budget must be at least 1024 pixels, got {budget!r}")
-        check_fractions(
-            "ocr",
-            act_threshold=act_threshold,
-            judge_threshold=judge_threshold,
-            partial_threshold=partial_threshold,
-            min_conf=min_conf,
-        )
+        self.act_threshold = fraction("ocr", "act_threshold", act_threshold)
+        self.judge_threshold = fraction("ocr", "judge_threshold", judge_threshold)
+        self.partial_threshold = fraction("ocr", "partial_threshold", partial_threshold)
+        self.min_conf = fraction("ocr", "min_conf", min_conf)
         self.budget = int(budget)
-        self.act_threshold = float(act_threshold)
-        self.judge_threshold = float(judge_threshold)
-        self.partial_threshold = float(partial_threshold)
-        self.min_conf = float(min_conf)
         for label, n in (("threads", threads), ("engines", engines)):
             if n is not None and int(n) < 1:
                 raise ValueError(f"ocr {label} must be at least 1, got {n!r}")

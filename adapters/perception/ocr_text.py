@@ -102,11 +102,11 @@ class ParsedInstruction:
     variants: tuple[tuple[str, float], ...] = ()
 
 
-def check_fractions(owner: str, **values: float) -> None:
-    """Raise a ValueError naming ``owner`` and the option when a threshold is outside [0, 1]."""
-    for label, v in values.items():
-        if not 0.0 <= float(v) <= 1.0:
-            raise ValueError(f"{owner} {label} must be in [0, 1], got {v!r}")
+def fraction(owner: str, label: str, value: float) -> float:
+    """``value`` as a float; a ValueError naming ``owner`` and the option when it is outside [0, 1]."""
+    if not 0.0 <= float(value) <= 1.0:
+        raise ValueError(f"{owner} {label} must be in [0, 1], got {value!r}")
+    return float(value)
 
 
 def normalize(text: str) -> str:
