@@ -100,15 +100,21 @@ class Action:
             parts.append(f"({self.point.x:.0f}, {self.point.y:.0f})")
         if self.end_point is not None:
             parts.append(f"-> ({self.end_point.x:.0f}, {self.end_point.y:.0f})")
+        return " ".join(parts + self.detail_words("[enter]"))
+
+    def detail_words(self, enter: str) -> list[str]:
+        """What a description says after the points: the keys, the direction, the text (quoted)
+        and ``enter`` when the typing is submitted."""
+        words = []
         if self.keys:
-            parts.append("+".join(self.keys))
+            words.append("+".join(self.keys))
         if self.direction:
-            parts.append(self.direction)
+            words.append(self.direction)
         if self.text:
-            parts.append(repr(self.text))
+            words.append(repr(self.text))
         if self.submit:
-            parts.append("[enter]")
-        return " ".join(parts)
+            words.append(enter)
+        return words
 
     def to_dict(self) -> dict:
         d: dict = {"type": self.type.value}

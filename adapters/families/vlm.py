@@ -304,15 +304,7 @@ class VlmAdapter(RoundRequests, StrategyRequests):
             parts.append(f"at {where}")
         if a.end_point is not None:
             parts.append(f"to {self.fmt_point(*self.to_model(a.end_point, given))}")
-        if a.keys:
-            parts.append("+".join(a.keys))
-        if a.direction:
-            parts.append(a.direction)
-        if a.text:
-            parts.append(repr(a.text))
-        if a.submit:
-            parts.append("then press Enter")
-        return f"Candidate {option.number}: " + " ".join(parts)
+        return f"Candidate {option.number}: " + " ".join(parts + a.detail_words("then press Enter"))
 
     # ---- the requests
     def resize_image(self, image: Image.Image) -> Resized:
