@@ -383,15 +383,25 @@ def _call(arguments) -> str:
     return "<tool_call>" + json.dumps({"name": "computer_use", "arguments": arguments}) + "</tool_call>"
 
 
-def test_the_bare_number_fallback_never_reads_a_cut_value():
-    from regionfocus.adapters.families.round_requests import cut_call, left_open
+def test_a_tool_call_cut_inside_a_number_is_a_failed_call_for_every_request():
+    """The server's tool parser passes the cut text on under "tool_calls": whatever asked (the
+    baseline, the judge, a focal point, a view), the reply is no answer."""
+    from types import SimpleNamespace as NS
+
+    from regionfocus.adapters.backends.base import UnfinishedReply
+    from regionfocus.adapters.backends.openai_replies import choice_text
+    from regionfocus.adapters.families.round_requests import left_open
+
+    def choice(arguments: str):
+        call = NS(function=NS(name="computer_use", arguments=arguments))
+        return NS(message=NS(content=None, tool_calls=[call], refusal=None), finish_reason="tool_calls")
 
     cut = '{"action": "left_click", "coordinate": [644, 4'
-    assert cut_call(_call(cut)) == cut  # the server's tool parser passed the cut text on
-    assert cut_call(_call(cut[: -len("4")])) is not None  # "[644, ": the y never came
-    assert cut_call(_call(json.loads(cut + "0]}"))) is None  # whole arguments
-    assert cut_call(_call('{"action": "left_click", "coordinate": [644, 40]')) is None  # no number cut
-    assert cut_call("644, 40") is None
+    for args in (cut, cut[: -len("4")]):  # "[644, ": the y never came
+        with pytest.raises(UnfinishedReply, match="stop inside a number"):
+            choice_text(choice(args))
+    assert '"coordinate": [644, 40]' in choice_text(choice(cut + "0]}"))  # whole arguments
+    assert "<tool_call>" in choice_text(choice('{"action": "left_click", "coordinate": [644, 40]'))
     for text in ("(644, 4", "click(start_box='(644,4", '{"coordinate": [644, 4', "[644, "):
         assert left_open(text), text
     for text in ("644, 40", "(644, 40)", "The swatch's centre: 644, 40", "at (644, 40) it is"):

@@ -9,6 +9,7 @@ from typing import Any
 
 from regionfocus.adapters.backends.base import ReplyTooLarge, UnfinishedReply, finished_text
 from regionfocus.adapters.backends.retry import Failure, hint_from_headers
+from regionfocus.adapters.model_text import stops_mid_number
 
 RETRY_STATUS = frozenset({408, 409, 429})
 
@@ -38,8 +39,9 @@ def completion_text(completion: Any) -> str:
 def choice_text(choice: Any) -> str:
     """One choice's text, once the model finished it; tool calls returned as structured data
     (a server started with a tool parser) are rendered back as the ``<tool_call>`` text the
-    adapters parse. A cut reply, or one with neither text nor tool calls (``content: null``, a
-    refusal), raises :class:`UnfinishedReply`."""
+    adapters parse. A cut reply (a stop reason other than a finished one, or tool-call arguments
+    that stop inside a number), or one with neither text nor tool calls (``content: null``, a
+    refusal), raises :class:`UnfinishedReply`: every request's failed call, retried."""
     message = getattr(choice, "message", None)
     if message is None:
         raise MalformedResponseError("a choice has no message")
@@ -54,6 +56,14 @@ def choice_text(choice: Any) -> str:
             arguments = json.loads(function.arguments or "{}")
         except ValueError:
             arguments = function.arguments
+            # A server's tool parser hands on what the model wrote, cut or not, under a finish
+            # reason ("tool_calls") that says it finished: only the arguments can tell.
+            said_finished = getattr(choice, "finish_reason", None) in FINISHED  # else: finished_text
+            if said_finished and isinstance(arguments, str) and stops_mid_number(arguments.rstrip()):
+                raise UnfinishedReply(
+                    f"the reply's tool-call arguments stop inside a number ({arguments[-40:]!r}): "
+                    "cut, not finished"
+                ) from None
         text = (text or "") + "<tool_call>" + json.dumps({"name": function.name, "arguments": arguments})
         text += "</tool_call>"
     refusal = getattr(message, "refusal", None)

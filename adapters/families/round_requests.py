@@ -11,10 +11,8 @@ avoid, every choice option a star)."""
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
-from dataclasses import replace
 
 from PIL import Image
 
@@ -41,27 +39,6 @@ CHOICE_POINT_TOLERANCE = 0.02
 # model writes it: its body runs to the closing tag, the next opening one or the end.
 _CALL = re.compile(r"<tool_call>(.*?)(?=</tool_call>|<tool_call>|\Z)", re.S)
 _OPENERS = {"(": ")", "[": "]", "{": "}"}
-
-
-def cut_call(answer: str) -> str | None:
-    """The arguments of a tool call in ``answer`` that stop where a number may go on (``[644,
-    40`` of a cut ``"coordinate": [644, 40]``), or None. A server's tool parser hands on what
-    the model wrote, cut or not, as a string of arguments that is no JSON, under a finish reason
-    (``tool_calls``) that says the model finished: the transport cannot tell, so the reader must."""
-    for body in _CALL.findall(bounded(answer)):
-        try:
-            call = json.loads(body)
-        except ValueError:
-            continue  # a call the model wrote as text: the reader's, by the rule below
-        args = call.get("arguments") if isinstance(call, dict) else None
-        if not isinstance(args, str):
-            continue
-        try:
-            json.loads(args)
-        except ValueError:
-            if stops_mid_number(args.rstrip()):
-                return args
-    return None
 
 
 def left_open(text: str) -> bool:
@@ -127,9 +104,9 @@ class RoundRequests:
         """RegionFocus's candidate request on a zoomed view: the authors' zoom text where the
         family has one (static setting), else the family's own request on a view. Their answer
         is bare coordinates ("x,y"), read as a click; an answer holding just two numbers (or four:
-        a box) gives them, as their ``pred_2_point`` reads it, unless they were cut: a tool call
-        whose arguments stop inside a number is a failed call (:func:`cut_call`), and a value left
-        open inside a number is no point (:func:`left_open`), as the family's reader has it."""
+        a box) gives them, as their ``pred_2_point`` reads it, unless a value was left open inside
+        a number (:func:`left_open`), which the family's reader refuses too (a tool call cut so is
+        a failed call before it gets here: ``openai_replies.choice_text``)."""
         official = self._official("zoom", query)
         if official is None:
             return await self.act(image, query, zoomed=True)
@@ -137,10 +114,6 @@ class RoundRequests:
         answer, _, usage = await self.ask(
             Prompt(self.round_messages("zoom", await self.model_image(image), official))
         )
-        cut = cut_call(answer or "")
-        if cut is not None:  # a failed call, as a declared cut is: --retry-errors reruns it
-            error = f"the reply's tool-call arguments stop inside a number ({cut[-40:]!r}): cut, not finished"
-            return ModelReply(answer, usage=replace(usage, error=usage.error or error))
         action = self.parse_action(answer, *given)
         if action is None and not left_open(answer or ""):
             # The authors' pred_2_point: bare numbers, read from an answer with nothing left open.
