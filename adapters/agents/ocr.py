@@ -26,6 +26,7 @@ import hashlib
 import math
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from PIL import Image
@@ -55,7 +56,7 @@ from regionfocus.adapters.perception.ocr_text import (
     text_lines,
     token_overlap,
 )
-from regionfocus.geometry import Box, Point, box_around
+from regionfocus.geometry import Point, box_around
 from regionfocus.model import Avoid, ModelReply, Option, Query, Usage, Verdict
 from regionfocus.stars import star_extent, star_radius
 
@@ -451,19 +452,7 @@ class OcrAgent:
         far = max(grid, key=lambda g: (min(g.distance(a) for a in avoid), -g.y, -g.x))
         return far, "no evidence: away from the stars"
 
-    def _reply(
-        self,
-        text: str,
-        t0: float,
-        usage: Usage,
-        *,
-        action: Action | None = None,
-        point: Point | None = None,
-        verdict: Verdict | None = None,
-        choice: int | None = None,
-        box: Box | None = None,
-    ) -> ModelReply:
+    def _reply(self, text: str, t0: float, usage: Usage, **fields: Any) -> ModelReply:
+        """A reply with ``fields`` (action, point, verdict, choice, box) and the time since ``t0``."""
         usage.latency_s = time.perf_counter() - t0
-        return ModelReply(
-            text, action=action, point=point, verdict=verdict, choice=choice, box=box, usage=usage
-        )
+        return ModelReply(text, usage=usage, **fields)
