@@ -456,11 +456,7 @@ def cmd_report(argv: list[str]) -> int:
 
 def cmd_compare(argv: list[str]) -> int:
     """two runs side by side"""
-    p = command.Parser(
-        prog=f"{PROG} compare", description="Print two run folders side by side (accuracy in %)."
-    )
-    p.add_argument("run_a", metavar="RUN_A")
-    p.add_argument("run_b", metavar="RUN_B")
+    p = command.compare_parser(f"{PROG} compare", "Print two run folders side by side (accuracy in %).")
     args = p.parse_args(argv)
     for run in (args.run_a, args.run_b):
         _grounding_run(run)
@@ -489,14 +485,12 @@ def _grounding_run(run_dir: str) -> None:
 
 def cmd_merge(argv: list[str]) -> int:
     """one run folder from the --shard I/N runs"""
-    p = command.Parser(
-        prog=f"{PROG} merge",
-        description="One run folder from the folders of a --shard I/N run (all N of them): the same "
-        "records, results, summary.md and report.html as one unsharded run. Refuses shards run with "
-        "other settings (naming the key), overlapping or missing ones.",
+    p = command.merge_parser(
+        f"{PROG} merge",
+        "One run folder from the folders of a --shard I/N run (all N of them): the same records, "
+        "results, summary.md and report.html as one unsharded run. Refuses shards run with other "
+        "settings (naming the key), overlapping or missing ones.",
     )
-    p.add_argument("out", metavar="OUT")
-    p.add_argument("shards", nargs="+", metavar="SHARD_DIR")
     args = p.parse_args(argv)
     merged = merge_shards(args.out, args.shards)
     n_selected = sum(c.get("invocation", {}).get("n_selected") or 0 for c in merged.configs)

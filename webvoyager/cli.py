@@ -387,13 +387,11 @@ def report_main(argv: list[str]) -> int:
 
 def compare_main(argv: list[str]) -> int:
     """two run folders of the same tasks side by side (paired test)"""
-    p = command.Parser(
-        prog=f"{PROG} compare",
-        description="Two run folders of the same tasks side by side: success with 95 %% intervals, "
-        "and the paired test (exact McNemar, bootstrap interval of the difference) on the tasks both scored.",
+    p = command.compare_parser(
+        f"{PROG} compare",
+        "Two run folders of the same tasks side by side: success with 95 %% intervals, and the paired "
+        "test (exact McNemar, bootstrap interval of the difference) on the tasks both scored.",
     )
-    p.add_argument("run_a", metavar="RUN_A")
-    p.add_argument("run_b", metavar="RUN_B")
     args = p.parse_args(argv)
     _require_run(args.run_a)
     _require_run(args.run_b)
@@ -410,15 +408,13 @@ def rebuild_outputs(root: str | Path) -> tuple[str | None, Path]:
 
 def merge_main(argv: list[str]) -> int:
     """one run folder from the folders of a --shard I/N run"""
-    p = command.Parser(
-        prog=f"{PROG} merge",
-        description="One run folder from the folders of a --shard I/N run (all N): the records, the "
-        "per-task folders (screenshots, interact_messages.json), results.json, summary and report.html "
-        "of one unsharded run. Refuses shards run with other settings (naming the key), overlapping or "
-        "missing ones. Judge the merged folder (`judge OUT`).",
+    p = command.merge_parser(
+        f"{PROG} merge",
+        "One run folder from the folders of a --shard I/N run (all N): the records, the per-task folders "
+        "(screenshots, interact_messages.json), results.json, summary and report.html of one unsharded "
+        "run. Refuses shards run with other settings (naming the key), overlapping or missing ones. "
+        "Judge the merged folder (`judge OUT`).",
     )
-    p.add_argument("out", metavar="OUT")
-    p.add_argument("shards", nargs="+", metavar="SHARD_DIR")
     args = p.parse_args(argv)
     merged = merge_shards(args.out, args.shards)
     out = Path(args.out)

@@ -49,6 +49,22 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: error: {message}")
 
 
+def compare_parser(prog: str, description: str) -> Parser:
+    """Every harness's ``compare``: two run folders, RUN_A and RUN_B."""
+    p = Parser(prog=prog, description=description)
+    p.add_argument("run_a", metavar="RUN_A")
+    p.add_argument("run_b", metavar="RUN_B")
+    return p
+
+
+def merge_parser(prog: str, description: str) -> Parser:
+    """Every harness's ``merge``: the folder to write, OUT, and the shards' folders."""
+    p = Parser(prog=prog, description=description)
+    p.add_argument("out", metavar="OUT")
+    p.add_argument("shards", nargs="+", metavar="SHARD_DIR")
+    return p
+
+
 @dataclass(frozen=True)
 class Subcommand:
     """``PROG NAME ARGS``: ``run(argv)`` returns its exit code; the first line of ``run``'s
