@@ -138,6 +138,7 @@ def test_an_http_client_is_made_used_and_closed_on_the_loop_thread(capfd):
             reply = lt.run(backend.complete([{"role": "user", "content": "hi"}]))
             return reply, backend._loop, [e.client for e in backend._endpoints]
 
+        gc.collect()  # what earlier tests of this process left is theirs, not this client's
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             reply, bound, clients = asyncio.run(host())
