@@ -6,7 +6,7 @@ import argparse
 
 from regionfocus.adapters.backends.base import MAX_REPLY_BYTES
 from regionfocus.adapters.model_check import add_preflight_argument
-from regionfocus.kit.flags import non_negative, whole
+from regionfocus.kit.flags import non_negative, positive, whole
 from regionfocus.model import GroundingModel
 
 
@@ -58,7 +58,7 @@ def add_agent_arguments(parser: argparse.ArgumentParser, default_agent: str = "o
 def _local_arguments(g: argparse._ArgumentGroup) -> None:
     g.add_argument(
         "--attention-layer",
-        type=int,
+        type=whole(0),
         default=None,
         metavar="N",
         help="--backend hf: the decoder layer MVP's attention pass reads (default 20, as MVP's UI-TARS-1.5 "
@@ -91,7 +91,7 @@ def _server_arguments(g: argparse._ArgumentGroup) -> None:
     )
     g.add_argument(
         "--timeout",
-        type=float,
+        type=positive,
         default=120.0,
         metavar="S",
         help="per-request timeout in seconds (default 120)",
@@ -106,14 +106,14 @@ def _server_arguments(g: argparse._ArgumentGroup) -> None:
     )
     g.add_argument(
         "--max-in-flight",
-        type=int,
+        type=whole(1),
         default=None,
         metavar="N",
         help="requests in flight per server (default: --concurrency x 6)",
     )
     g.add_argument(
         "--temperature",
-        type=float,
+        type=non_negative,
         default=0.0,
         help="sampling temperature, sent explicitly (default 0, greedy)",
     )
@@ -128,7 +128,7 @@ def _request_arguments(g: argparse._ArgumentGroup) -> None:
         "see BENCHMARKS.md)",
     )
     g.add_argument(
-        "--image-quality", type=int, default=95, metavar="Q", help="jpeg/webp quality (default 95)"
+        "--image-quality", type=whole(1, 100), default=95, metavar="Q", help="jpeg/webp quality (default 95)"
     )
     g.add_argument(
         "--request-format",
@@ -147,7 +147,7 @@ def _request_arguments(g: argparse._ArgumentGroup) -> None:
     )
     g.add_argument(
         "--ocr-budget",
-        type=int,
+        type=whole(1),
         default=None,
         metavar="PIXELS",
         help="ocr agent: pixels it sees of a full screenshot (default about 1 megapixel)",

@@ -219,6 +219,12 @@ def _identity(
         "backend": args.backend if args.agent != "ocr" else None,
         "temperature": args.temperature,
         "ocr_budget": args.ocr_budget,
+        # Pinned only when given: the layer MVP's attention reads changes its views.
+        **(
+            {"attention_layer": args.attention_layer}
+            if getattr(args, "attention_layer", None) is not None
+            else {}
+        ),
         "selection": {
             "task": args.task,
             "groups": sorted(args.group),
