@@ -2,7 +2,7 @@
 (issue 36 item 6).
 
 Every MiniWoB++ task BrowserGym registers whose name matches ``--tasks`` (shell patterns; default
-``click-*``: the whole click family, 30 tasks, none picked by hand) runs with seeds
+``click-*``: the whole click family, 31 tasks, none picked by hand) runs with seeds
 ``0..--seeds-1`` in four arms, each an ``ExpArgs(agent_args, EnvArgs(task, seed, max_steps)).run()``
 scored by BrowserGym's reward (MiniWoB++'s raw reward > 0):
 
