@@ -389,7 +389,7 @@ def compare_main(argv: list[str]) -> int:
     """two run folders of the same tasks side by side (paired test)"""
     p = command.compare_parser(
         f"{PROG} compare",
-        "Two run folders of the same tasks side by side: success with 95 %% intervals, and the paired "
+        "Two run folders of the same tasks side by side: success with 95 % intervals, and the paired "
         "test (exact McNemar, bootstrap interval of the difference) on the tasks both scored.",
     )
     args = p.parse_args(argv)
