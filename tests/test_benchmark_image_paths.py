@@ -3,9 +3,12 @@ are never checked here; BENCHMARKS.md holds them)."""
 
 from __future__ import annotations
 
+import pytest
+
 from benchmarks import image_paths
 
 
+@pytest.mark.slow  # a real model or engine end to end: seconds of CPU
 def test_image_paths_prints_both_tables(capsys):
     out = image_paths.main(["--size", "640x360", "--rounds", "1", "--probe-crops", "0"])
     printed = capsys.readouterr().out

@@ -310,6 +310,7 @@ def test_layout_is_what_gets_drawn():
 # -- legibility -------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # a real model or engine end to end: seconds of CPU
 def test_labels_legible_at_4k_to_the_real_ocr_engine():
     """The reference code's labels were a ~8 px bitmap font; these must be read back by the
     project's OCR engine (rapidocr, models from its wheel) from a crop around each tag."""

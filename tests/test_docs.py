@@ -106,8 +106,16 @@ def _grounding_reply(body: dict) -> Reply:
     return Reply.text(f"I'll click it.\n<tool_call>\n{json.dumps(call)}\n</tool_call>")
 
 
-def _pages_with_python() -> list[Path]:
-    return sorted({b.page for b in BLOCKS if b.lang == "python" and b.directive != "skip"})
+# Pages whose blocks run a real OCR model or a whole round: the slow tier's.
+HEAVY_PAGES = {"docs/guides/wrap.md"}
+
+
+def _pages_with_python() -> list:
+    pages = sorted({b.page for b in BLOCKS if b.lang == "python" and b.directive != "skip"})
+    return [
+        pytest.param(p, marks=[pytest.mark.slow] if str(p.relative_to(ROOT)) in HEAVY_PAGES else [])
+        for p in pages
+    ]
 
 
 @pytest.mark.parametrize("page", _pages_with_python(), ids=lambda p: str(p.relative_to(ROOT)))

@@ -139,6 +139,7 @@ def attention_case(draw):
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(attention_case())
+@pytest.mark.slow  # a real model or engine end to end: seconds of CPU
 def test_our_windows_are_the_official_codes_on_the_same_attention_tensor(case):
     g = torch.Generator().manual_seed(case["seed"])
     n_keys = case["before"] + 1 + case["cols"] * case["rows"] + 1 + case["after"]

@@ -385,6 +385,7 @@ def test_engine_options_are_checked():
             OcrAgent(**bad)
 
 
+@pytest.mark.slow  # a real model or engine end to end: seconds of CPU
 def test_deterministic(screen):
     target = screen.tiny[4]
     region = box_around(screen.labels[target].center, 0.3 * SCREEN[0], 0.3 * SCREEN[1], SCREEN)
@@ -395,6 +396,7 @@ def test_deterministic(screen):
     assert ra.text == rb.text and ra.action == rb.action
 
 
+@pytest.mark.slow  # a real model or engine end to end: seconds of CPU
 def test_regionfocus_finds_the_tiny_target_the_baseline_misses(screen):
     target = screen.tiny[10]
     box = screen.labels[target]

@@ -88,6 +88,7 @@ def _word_image(word: str) -> Image.Image:
     return img
 
 
+@pytest.mark.slow  # a real model or engine end to end: seconds of CPU
 def test_the_cache_is_bounded():
     agent = OcrAgent(cache_size=2)
     images = [_word_image(w) for w in ("Quarterly", "Reconcile", "Shipment")]

@@ -175,6 +175,7 @@ async def test_n_masks_returns_distinct_boxes_best_first(scripted):
     assert boxes == [Box(384, 368, 576, 432), Box(268, 284, 640, 476)]
 
 
+@pytest.mark.slow  # a real model or engine end to end: seconds of CPU
 async def test_real_tiny_sam_boxes_and_embedding_cache(tiny_sam, monkeypatch):
     proposer = SamProposer(sam=tiny_sam, margin=0.15, min_size=96, n_masks=3)
     embedded: list[tuple[int, int]] = []

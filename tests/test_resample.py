@@ -74,6 +74,7 @@ def test_within_40_db_of_pillow_for_any_geometry(sw, sh, dw, dh, seed, flat):
     height=st.integers(140, 1080),
     target=st.sampled_from([(1920, 1080), (1316, 728), (1288, 728), (924, 1036), (3836, 2156)]),
 )
+@pytest.mark.slow  # a real model or engine end to end: seconds of CPU
 def test_views_of_a_screen_match_pillows_lanczos_within_40_db(left, top, width, height, target):
     # Whatever box a proposer picks and whichever model size it is fitted to: enlarged up to
     # max_zoom, about the same size, or shrunk.

@@ -32,6 +32,7 @@ def corner_responder(body: dict) -> Reply:
     return Reply.text(cont)
 
 
+@pytest.mark.slow  # a real model or engine end to end: seconds of CPU
 def test_zoom_consistency_routes_between_the_agent_and_the_second_agent(tmp_path: Path, monkeypatch):
     monkeypatch.setenv("RF_TEST_KEY", "k3y")
     data = fresh_dataset(tmp_path / "data")
