@@ -71,7 +71,8 @@ files written to RUN_DIR (--out):
   results.json           official {"details", "metrics"} format, final (+ RegionFocus) points
   results_baseline.json  the same for the agent alone
   results_<name>.json    the same for each other --strategy (results.json stays RegionFocus's)
-  strategies.png         with --strategy: accuracy against calls and tokens per sample
+  strategies.png/.svg/.pdf  with --strategy: accuracy with its 95 % interval against calls,
+                         tokens and USD per sample (a panel where the run has that cost)
   summary.md             the paper's Table 1 layout, per application, trigger rate, judge quality,
                          flips, cost per sample
   report.html            one self-contained page to browse samples with their overlays
