@@ -85,28 +85,13 @@ def build_grounder(
             ),
             coat,
         )
-    if backend == "hf":
-        if not model or not os.path.isdir(model):
-            raise ValueError(
-                f"--backend hf needs --model (model=) pointing at a local model folder, got {model!r}"
-            )
-        from regionfocus.adapters.backends.transformers_local import TransformersBackend
-
-        layer = {} if attention_layer is None else {"attention_layer": attention_layer}
-        chat = TransformersBackend(model, **layer)
-    else:
-        if not urls:
-            raise ValueError(
-                f"--agent {agent} needs --base-url (base_url=): an OpenAI-compatible server, e.g. "
-                f"`vllm serve`; `regionfocus serve-command --model {agent}` prints how to start one"
-            )
-        if not model:
-            raise ValueError("--model (model=) is required with --base-url: the model name the server serves")
-        from regionfocus.adapters.backends.openai_http import OpenAIBackend
-
-        chat = OpenAIBackend(
-            base_urls=urls,
-            model=model,
+    chat = (
+        _in_process(model, attention_layer)
+        if backend == "hf"
+        else _served(
+            agent,
+            urls,
+            model,
             api_key_env=api_key_env or "OPENAI_API_KEY",
             timeout=timeout,
             max_reply_bytes=max_reply_bytes,
@@ -114,9 +99,37 @@ def build_grounder(
             image_format=image_format,
             image_quality=image_quality,
         )
+    )
     if agent == "screen-text":
         return get_adapter(agent, backend=chat, coat=coat, **sampling, **options)
     return _with_coat(get_adapter(agent, backend=chat, **sampling, **options), coat)
+
+
+def _in_process(model: str | None, attention_layer: int | None):
+    """In-process transformers over a local model folder (``backend="hf"``)."""
+    if not model or not os.path.isdir(model):
+        raise ValueError(
+            f"--backend hf needs --model (model=) pointing at a local model folder, got {model!r}"
+        )
+    from regionfocus.adapters.backends.transformers_local import TransformersBackend
+
+    return TransformersBackend(
+        model, **({} if attention_layer is None else {"attention_layer": attention_layer})
+    )
+
+
+def _served(agent: str, urls: list[str], model: str | None, **settings: Any):
+    """An OpenAI-compatible server (vLLM, SGLang) serving ``model`` at ``urls``."""
+    if not urls:
+        raise ValueError(
+            f"--agent {agent} needs --base-url (base_url=): an OpenAI-compatible server, e.g. "
+            f"`vllm serve`; `regionfocus serve-command --agent {agent}` prints how to start one"
+        )
+    if not model:
+        raise ValueError("--model (model=) is required with --base-url: the model name the server serves")
+    from regionfocus.adapters.backends.openai_http import OpenAIBackend
+
+    return OpenAIBackend(base_urls=urls, model=model, **settings)
 
 
 def _hosted(agent: str, urls: list[str], **settings: Any) -> GroundingModel:
