@@ -221,22 +221,30 @@ def _finish(fig: Figure, points: dict[Any, Panel], legend: list | None) -> Figur
     fig.draw_without_rendering()
     fig.set_layout_engine("none")  # the labels are placed against these axes: keep them still
     unplaced = _place_all(fig, points)
-    if unplaced and legend:
+    thin_ticks(fig)
+    problems = text_problems(fig)
+    # A legend for the labels that found no place; as many columns as the canvas's width takes
+    # (long strategy names in five columns run off it).
+    for ncols in range(min(len(legend or ()), 5), 0, -1) if unplaced and legend else ():
         for t in [t for ax in points for t in ax.texts]:
             t.remove()
+        for old in list(fig.legends):
+            old.remove()
         fig.set_layout_engine("constrained")
         fig.legend(
             [h for _, h in legend],
             [name for name, _ in legend],
             loc="outside lower center",
-            ncols=min(len(legend), 5),
+            ncols=ncols,
             frameon=False,
         )
         fig.draw_without_rendering()
         fig.set_layout_engine("none")
         _place_all(fig, points)  # what still finds no place is named by the legend
-    thin_ticks(fig)
-    problems = text_problems(fig)
+        thin_ticks(fig)
+        problems = text_problems(fig)
+        if not problems:
+            break
     if problems:
         raise FigureError("figure text overlaps or is clipped: " + "; ".join(problems[:5]))
     return fig
