@@ -5,4 +5,4 @@ import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-from tests.vllm_support.fixture import vllm_server  # noqa: F401
+from tests.vllm_support.fixture import tiny_trained_dir, vllm_server  # noqa: F401

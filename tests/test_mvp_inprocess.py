@@ -5,8 +5,10 @@ prompt, 32 new tokens), and the layer comes from ``--attention-layer``.
 
 The model. The tiny random Qwen2.5-VL of ``tests/tiny_qwen.py`` never writes a "," of its own
 (its tokenizer merges commas into longer tokens, and its greedy text is random), so MVP's
-attention pass would have no step to read. Training one to answer takes minutes of CPU; instead
-its weights are edited into a model that always answers "(12,34)": every attention and MLP output
+attention pass would have no step to read. The trained tiny model (``tests/tiny_trained.py``)
+writes one in its learnt answers (``tests/test_tiny_trained_hf.py``); here, to pin the answer and
+its token count exactly, the random model's weights are edited into a model that always answers
+"(12,34)": every attention and MLP output
 projection is zeroed (each position's hidden state stays its own embedding, or the vision
 tower's features at an image token), each token of the chain "assistant\\n" -> "(" -> "1" -> "2"
 -> "," -> "3" -> "4" -> ")" -> <|im_end|> gets an embedding of its own and the output row of its

@@ -1,16 +1,23 @@
-"""End to end against a real vLLM (CPU) server serving a tiny random Qwen2.5-VL.
+"""End to end against a real vLLM (CPU) server serving the tiny trained Qwen2.5-VL
+(tests/tiny_trained.py): it ends its replies and answers each family's request in that
+family's own format (where it points is only roughly where the green square is: a few CPU
+minutes teach the formats, not the eye).
 
-The model's text is random, so these tests assert the machinery: requests reach the engine with
-the image at the size we sent, token counts come back, every model call is recorded, parse
-failures are recorded as such, nothing raises, requests overlap on the server, every sample
-and task is accounted for and resumed runs make no new calls. The server side is read from
-vLLM's own /metrics counters, not from our client's bookkeeping.
+So these tests check what a user of the real thing relies on: replies finish
+(``finish_reason: "stop"``) and so are answers; Qwen2.5-VL's ``computer_use`` tool call,
+UI-TARS-1.5's ``Action: click(point='<point>x y</point>')`` and GTA1's ``(x,y)`` parse into the
+points they write, mapped from each family's frame to pixels of the screenshot; a RegionFocus
+round and whole harness runs are recorded call by call, scored and resumed. The server side is
+read from vLLM's own /metrics counters, not from our client's bookkeeping.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import io
 import json
+import re
 import statistics
 import time
 from pathlib import Path
@@ -20,40 +27,59 @@ from PIL import Image, ImageDraw
 
 from regionfocus import Action, ActionType, Avoid, Option, Point, Query, RegionFocus, Verdict
 from regionfocus.adapters import get_adapter
-from regionfocus.adapters.backends.openai_http import OpenAIBackend
+from regionfocus.adapters.backends.openai_http import BackendError, OpenAIBackend
+from tests.tiny_trained import draw_target
 
-# Since a reply is an answer only when the model finished it (issue 30), every reply of the tiny
-# random model, which almost never emits EOS and so stops at the server's token cap
-# (finish_reason "length"), is a failed call: these tests' premise (random text read as answers,
-# every request one recorded call) no longer holds. They come back once the tiny model finishes
-# its replies (a generation config with stop tokens for the server); until then they are skipped
-# with this reason rather than left red.
-_RANDOM_REPLIES_ARE_CUT = (
-    "the tiny random model's replies all end at the token cap (finish_reason length), which the "
-    "client now records as failed calls; needs a tiny model that finishes its replies"
-)
-pytestmark = [
-    pytest.mark.vllm,
-    pytest.mark.slow,
-    pytest.mark.timeout(1800),
-    pytest.mark.skip(reason=_RANDOM_REPLIES_ARE_CUT),
-]
+pytestmark = [pytest.mark.vllm, pytest.mark.slow, pytest.mark.timeout(1800)]
 
 # The tiny model's processor keeps images up to 256 * 28^2 px as they are (tests/tiny_qwen.py);
 # adapters resize to at most that, so the server never resizes again (docs/ARCHITECTURE.md §5).
 TINY_MAX_PIXELS = 256 * 28 * 28
+FAMILIES = ("qwen2.5-vl", "uitars-1.5", "gta1")
+# Each family's answer to its grounding request, as the family writes it (tests/tiny_trained.py).
+GROUNDING_FORMATS = {
+    "qwen2.5-vl": r'<tool_call>\n\{"name": "computer_use", "arguments": \{"action": "left_click", '
+    r'"coordinate": \[\d+, \d+\]\}\}\n</tool_call>',
+    "uitars-1.5": r"Action: click\(point='<point>\d+ \d+</point>'\)",
+    "gta1": r"\(\d+,\d+\)",
+}
+# ... and to the computer-use (agent) request.
+AGENT_FORMATS = {
+    "qwen2.5-vl": GROUNDING_FORMATS["qwen2.5-vl"],
+    "uitars-1.5": r"Thought: .+\nAction: click\(point='<point>\d+ \d+</point>'\)",
+    "gta1": GROUNDING_FORMATS["gta1"],
+}
+TARGET = (820, 420, 940, 540)  # the green square on a 1280x800 screen
 
 
-def screen(width: int, height: int) -> Image.Image:
-    """A plain UI-like screenshot: a title bar and a few labelled buttons."""
+def screen(width: int, height: int, target: tuple[int, int, int, int] | None = None) -> Image.Image:
+    """A plain UI-like screenshot: a title bar, a few labelled buttons, and the green square."""
     img = Image.new("RGB", (width, height), (245, 245, 245))
     d = ImageDraw.Draw(img)
     d.rectangle([0, 0, width, height // 10], fill=(40, 60, 120))
     for i, label in enumerate(("Open", "Save", "Submit", "Cancel")):
         x = 20 + i * (width // 5)
-        d.rectangle([x, height // 2, x + width // 6, height // 2 + height // 12], fill=(200, 210, 230))
-        d.text((x + 6, height // 2 + 4), label, fill=(0, 0, 0))
+        d.rectangle([x, height // 4, x + width // 6, height // 4 + height // 12], fill=(200, 210, 230))
+        d.text((x + 6, height // 4 + 4), label, fill=(0, 0, 0))
+    if target is not None:
+        draw_target(img, target)
     return img
+
+
+def written(text: str) -> tuple[int, int]:
+    """The point an answer writes (its last two numbers: no other digits in these formats)."""
+    x, y = (int(v) for v in re.findall(r"\d+", text)[-2:])
+    return x, y
+
+
+def mapped(model, size: tuple[int, int], xy: tuple[float, float]) -> Point:
+    """``xy`` in the family's frame (pixels of the image it saw) in pixels of an image of ``size``."""
+    w, h = model.input_size(size)
+    return Point(xy[0] * size[0] / w, xy[1] * size[1] / h)
+
+
+def inside(p: Point | None, size: tuple[int, int]) -> bool:
+    return p is not None and 0 <= p.x <= size[0] and 0 <= p.y <= size[1]
 
 
 def image_tokens(size: tuple[int, int]) -> int:
@@ -61,8 +87,10 @@ def image_tokens(size: tuple[int, int]) -> int:
     return (size[0] // 28) * (size[1] // 28)
 
 
-def user_message(image: Image.Image, text: str) -> list[dict]:
-    return [{"role": "user", "content": [{"type": "image", "image": image}, {"type": "text", "text": text}]}]
+def data_url(image: Image.Image) -> str:
+    buf = io.BytesIO()
+    image.save(buf, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
 
 
 def requests_served(server, main, argv: list[str]) -> int:
@@ -79,69 +107,124 @@ async def backend(vllm_server):
     await b.aclose()
 
 
-async def test_image_chat_completion_returns_text_and_token_counts(vllm_server, backend):
-    wide, square = screen(448, 280), screen(224, 224)
-    a = await backend.complete(user_message(wide, "Click Submit."), max_tokens=8)
-    b = await backend.complete(user_message(square, "Click Submit."), max_tokens=8)
+@pytest.fixture
+async def raw(vllm_server):
+    """The OpenAI SDK itself, for what our client refuses to take as an answer (a cut reply)."""
+    from openai import AsyncOpenAI
+
+    client = AsyncOpenAI(base_url=vllm_server.base_url, api_key="none", max_retries=0, timeout=120)
+    yield client
+    await client.close()
+
+
+async def ask_raw(raw, vllm_server, image: Image.Image, text: str, **options):
+    content = [{"type": "image_url", "image_url": {"url": data_url(image)}}, {"type": "text", "text": text}]
+    return await raw.chat.completions.create(
+        model=vllm_server.model, messages=[{"role": "user", "content": content}], temperature=0, **options
+    )
+
+
+def user(image: Image.Image, text: str) -> list[dict]:
+    return [{"role": "user", "content": [{"type": "image", "image": image}, {"type": "text", "text": text}]}]
+
+
+# ---------------------------------------------------------------------------------- replies
+async def test_replies_end_with_stop_and_the_prompt_is_the_one_it_learned(vllm_server, raw, backend):
+    wide, square = screen(448, 280, (300, 150, 360, 210)), screen(224, 224, (120, 130, 176, 186))
+    a = await ask_raw(raw, vllm_server, wide, "click the Save button", max_tokens=64)
+    b = await ask_raw(raw, vllm_server, square, "click the Save button", max_tokens=64)
     for r in (a, b):
-        assert isinstance(r.text, str)
-        assert r.usage.error is None and r.usage.endpoint == vllm_server.base_url
-        assert 1 <= r.usage.completion_tokens <= 8
-        assert r.usage.latency_s > 0
-    # Same text, two images: the prompts differ by exactly the image tokens of the sizes we sent,
-    # so the engine saw each image unresized.
+        # a plain question with an image is answered "(x,y)", then the end token
+        assert r.choices[0].finish_reason == "stop", r
+        assert re.fullmatch(r"\(\d+,\d+\)", r.choices[0].message.content), r.choices[0].message.content
+        assert 1 <= r.usage.completion_tokens < 64
+    # Same text, two images: the prompts differ by exactly the image tokens of the sizes sent,
+    # so the engine saw each image unresized ...
     assert a.usage.prompt_tokens - b.usage.prompt_tokens == image_tokens(wide.size) - image_tokens(
         square.size
     )
-    assert b.usage.prompt_tokens > image_tokens(square.size)
-    # The server's cap bounds what a client asks for (it keeps CI time small).
-    capped = await backend.complete(user_message(square, "Describe."), max_tokens=500, ignore_eos=True)
+    # ... and the server's prompt is, token for token, the one the model was trained on.
+    from transformers import AutoProcessor
+
+    processor = AutoProcessor.from_pretrained(vllm_server.model_dir)
+    messages = [
+        {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "click the Save button"}]}
+    ]
+    prompt = processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    assert len(processor(text=[prompt], images=[wide])["input_ids"][0]) == a.usage.prompt_tokens
+
+    # A reply made to run past its end token stops at the server's cap ("length") ...
+    capped = await ask_raw(
+        raw, vllm_server, square, "Describe.", max_tokens=500, extra_body={"ignore_eos": True}
+    )
+    assert capped.choices[0].finish_reason == "length"
     assert capped.usage.completion_tokens == vllm_server.max_new_tokens
+    # ... and our client takes such a reply for no answer (a failed call), the model's own for one.
+    with pytest.raises(BackendError, match="did not finish its reply"):
+        await backend.complete(user(square, "x"), max_tokens=500, ignore_eos=True)
+    done = await backend.complete(user(square, "click the Save button"))
+    assert done.text == b.choices[0].message.content and done.usage.error is None
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+async def test_each_family_answers_in_its_own_format(backend, family):
+    model = get_adapter(family, backend=backend, max_tokens=64, max_pixels=TINY_MAX_PIXELS)
+    shot = screen(1280, 800, TARGET)
+    assert model.input_size(shot.size) == (560, 336)
+    reply = await model.act(shot, Query("click the green square"))
+    assert reply.usage.error is None and 1 <= reply.usage.completion_tokens < 64  # finished
+    assert re.fullmatch(GROUNDING_FORMATS[family], reply.text), reply.text
+    # read in the family's format, mapped from the 560x336 image it saw to the 1280x800 screen
+    assert reply.point == mapped(model, shot.size, written(reply.text)) and inside(reply.point, shot.size)
+    live = await model.act(shot, Query("click the green square", mode="agent"))
+    assert live.usage.error is None and re.search(AGENT_FORMATS[family], live.text), live.text
+    assert live.point == mapped(model, shot.size, written(live.text))
 
 
 @pytest.mark.parametrize("family", ["qwen2.5-vl", "uitars-1.5"])
-async def test_adapter_requests_over_http(backend, family):
-    model = get_adapter(family, backend=backend, max_tokens=32, max_pixels=TINY_MAX_PIXELS)
-    img = screen(640, 400)
-    seen = model.input_size(img.size)
-    query = Query("click the Submit button")
+async def test_round_requests_over_http(backend, family):
+    model = get_adapter(family, backend=backend, max_tokens=64, max_pixels=TINY_MAX_PIXELS)
+    shot = screen(1280, 800, TARGET)
+    query = Query("click the green square")
+    on_target, off_target = Point(880, 480), Point(200, 650)
     options = [
-        Option(1, Action(ActionType.CLICK, point=Point(100, 220)), on_image=True),
-        Option(2, Action(ActionType.CLICK, point=Point(400, 220)), on_image=False),
+        Option(1, Action(ActionType.CLICK, point=on_target), on_image=True),
+        Option(2, Action(ActionType.CLICK, point=off_target), on_image=True),
     ]
+    view = shot.crop((640, 300, 1120, 660))
     replies = {
-        "act": await model.act(img, query),
-        "act-zoomed": await model.act(img, query, zoomed=True),
-        "focal": await model.propose_point(img, query, Avoid([Point(50, 50)], on_image=False)),
-        "judge": await model.judge(img, query, Point(300, 220)),
-        "choose": await model.choose(img, query, options),
-        "region": await model.propose_box(img, query, Point(300, 220)),
+        "focal": await model.propose_point(shot, query, Avoid([])),
+        "focal-avoid": await model.propose_point(shot, query, Avoid([off_target], on_image=False)),
+        "zoom": await model.locate_in_view(view, query),
+        "judge": await model.judge(await model.annotate(shot, [on_target]), query, on_target),
+        "judge-own": await model.judge(
+            await model.annotate(shot, [off_target]), Query(query.instruction, mode="agent"), off_target
+        ),
+        "choose": await model.choose(await model.annotate(shot, [on_target, off_target]), query, options),
+        "region": await model.propose_box(shot, query, None),
     }
     for kind, r in replies.items():
-        assert r.usage.error is None, kind
-        assert isinstance(r.text, str), kind
-        assert r.usage.prompt_tokens > image_tokens(seen), kind
-        assert 1 <= r.usage.completion_tokens <= 32, kind
-    # Whatever the random text says, the reply carries exactly what the adapter parses from it,
-    # in pixels of the image it was given.
-    for kind in ("act", "act-zoomed"):
+        assert r.usage.error is None, kind  # finished: an answer, not a cut reply
+        assert 1 <= r.usage.completion_tokens < 64, kind
+    for kind, size in (("focal", shot.size), ("focal-avoid", shot.size), ("zoom", view.size)):
         r = replies[kind]
-        assert r.action == model.parse_action(r.text, *img.size)
-    assert isinstance(replies["judge"].verdict, Verdict)
-    assert replies["choose"].choice in (None, 1, 2)
+        assert r.point == mapped(model, size, written(r.text)) and inside(r.point, size), (kind, r.text)
+    assert replies["judge"].verdict in (Verdict.YES, Verdict.NO), replies["judge"].text
+    assert replies["judge-own"].verdict in (Verdict.YES, Verdict.NO), replies["judge-own"].text
+    assert replies["choose"].choice == 1, replies["choose"].text
+    assert replies["region"].box is not None, replies["region"].text
 
 
 async def test_regionfocus_round_records_every_call(vllm_server, backend):
-    model = get_adapter("qwen2.5-vl", backend=backend, max_tokens=32, max_pixels=TINY_MAX_PIXELS)
-    shot = screen(1280, 800)
+    model = get_adapter("qwen2.5-vl", backend=backend, max_tokens=64, max_pixels=TINY_MAX_PIXELS)
+    shot = screen(1280, 800, TARGET)
     before = vllm_server.server.requests_finished()
-    result = await RegionFocus(model).refine(shot, Query("click the Submit button"), trigger="test")
+    result = await RegionFocus(model).refine(shot, Query("click the green square"), trigger="test")
     served = vllm_server.server.requests_finished() - before
 
     kinds = [c.kind for c in result.calls]
     assert served == len(result.calls), "every request the server answered is in the trace"
-    assert kinds[0] == "focal"
-    assert ("choose" in kinds) == (len(result.merged) > 1)  # a choice is asked only between candidates
+    assert kinds[0] == "focal" and inside(result.focal, shot.size)
     n_views = len(result.boxes)
     assert n_views >= 2 and len(result.views) == n_views
     assert sorted(k for k in kinds if k.startswith("candidate")) == sorted(
@@ -149,36 +232,28 @@ async def test_regionfocus_round_records_every_call(vllm_server, backend):
     )
     for c in result.calls:
         assert c.error is None and c.prompt_tokens and c.completion_tokens, c
-    # Random text: a candidate exists exactly for the views whose answer the adapter can parse
-    # (an unparsable answer is a recorded call with no action), and the outcome names how the
-    # choice was made.
-    texts = {c.kind: c.text for c in result.calls}
-    parsed = {
-        i
-        for i in range(n_views)
-        if model.parse_action(texts[f"candidate[{i}]"], *result.views[i]["size"]) is not None
-    }
-    assert {v for cand in result.candidates for v in cand.views} == parsed
-    for cand in result.candidates:
-        p = cand.action.point
-        assert p is None or (0 <= p.x <= shot.width and 0 <= p.y <= shot.height)
-    if not result.merged:
-        assert result.action is None and result.choice_method == "none"
-    elif len(result.merged) == 1:
-        assert result.choice_method == "single" and result.action == result.merged[0].action
-    else:
-        assert result.choice_method in ("model", "model-retry", "rule") and result.action is not None
-    json.dumps(result.to_dict())  # control characters and U+FFFD from the model serialise
+    # every view's answer was a point: a candidate from each, and one action chosen among them
+    assert {v for cand in result.candidates for v in cand.views} == set(range(n_views))
+    assert result.action is not None and inside(result.action.point, shot.size), result.to_dict()
+    assert ("choose" in kinds) == (len(result.merged) > 1)
+    if len(result.merged) > 1:
+        assert result.choice_method == "model", result.choice_method  # "Selected point: 1"
+    json.dumps(result.to_dict())
 
 
-async def test_concurrent_requests_overlap_on_the_server(vllm_server, backend):
+async def test_concurrent_requests_overlap_on_the_server(vllm_server, raw):
     """Continuous batching: 8 requests in flight take far less than 8x one request."""
-    img = screen(448, 280)
+    img = screen(448, 280, (300, 150, 360, 210))
     n, tokens = 8, vllm_server.max_new_tokens  # long enough that decoding, which batches, dominates
 
     async def one(i: int):
-        r = await backend.complete(
-            user_message(img, f"Task {i}: click Submit."), max_tokens=tokens, ignore_eos=True
+        r = await ask_raw(
+            raw,
+            vllm_server,
+            img,
+            f"Task {i}: click Submit.",
+            max_tokens=tokens,
+            extra_body={"ignore_eos": True},
         )
         assert r.usage.completion_tokens == tokens
         return r
@@ -225,69 +300,90 @@ async def test_concurrent_requests_overlap_on_the_server(vllm_server, backend):
 
 
 # ---------------------------------------------------------------------------------- harnesses
-@pytest.fixture(scope="session")
-def screenspot_sample() -> Path:
-    """One rendered 4K screen of the built-in set (cached between runs by its parameters)."""
-    from regionfocus.screenspot_pro.builder import builtin_dataset_dir
+def green_dataset(root: Path, n: int) -> Path:
+    """A ScreenSpot-Pro folder (the official layout) of ``n`` 1600x1000 screens, one green square
+    each, in two annotation files."""
+    (root / "annotations").mkdir(parents=True)
+    for task in ("greena_windows", "greenb_macos"):
+        (root / "images" / task).mkdir(parents=True)
+        records = []
+        for i in range(n // 2):
+            side = 110 + 20 * i
+            x0, y0 = 150 + 310 * i, 180 + 170 * (i % 4) + (60 if task.startswith("greenb") else 0)
+            bbox = [x0, y0, x0 + side, y0 + side]
+            screen(1600, 1000, tuple(bbox)).save(root / "images" / task / f"s{i}.png")
+            records.append(
+                {
+                    "img_filename": f"{task}/s{i}.png",
+                    "bbox": bbox,
+                    "instruction": "click the green square",
+                    "application": task[:6],
+                    "id": f"{task}_{i}",
+                    "platform": task.split("_")[1],
+                    "img_size": [1600, 1000],
+                    "ui_type": "icon",
+                    "group": "Dev",
+                    "instruction_cn": "点击绿色方块",
+                }
+            )
+        (root / "annotations" / f"{task}.json").write_text(json.dumps(records, ensure_ascii=False))
+    return root
 
-    return builtin_dataset_dir(n_screens=1)
 
-
-def test_screenspot_pro_cli_run_accounts_for_every_sample_and_resumes(
-    vllm_server, screenspot_sample, tmp_path
-):
+@pytest.mark.parametrize("family", ["qwen2.5-vl", "uitars-1.5"])
+def test_screenspot_pro_run_scores_baseline_and_round_and_resumes(vllm_server, tmp_path, family):
     from regionfocus.screenspot_pro.cli import main
 
-    out = tmp_path / "run"
-    # Zoomed views at the size the tiny model sees, not upsampled to 4K: the same rounds with a
+    data, out, n = green_dataset(tmp_path / "data", 6), tmp_path / "run", 6
+    # Zoomed views at the size the tiny model sees, not upsampled: the same rounds with a
     # fraction of the image bytes to encode and decode on two CPU cores.
     config = tmp_path / "rf.toml"
     config.write_text("[regionfocus]\nview_target = [448, 252]\n")
     argv = [
-        "--data", str(screenspot_sample),
-        "--agent", "qwen2.5-vl",
-        "--base-url", vllm_server.base_url,
-        "--model", vllm_server.model,
+        "--data", str(data),
+        "--agent", family,
         "--trigger", "always",
         "--config", str(config),
-        "--limit", "6",
-        "--concurrency", "6",
+        "--concurrency", str(n),
         "--out", str(out),
         "--no-progress",
     ]  # fmt: skip
-    served = requests_served(vllm_server.server, main, argv)
+
+    def run(args: list[str]) -> int:
+        # The family's adapter over the server, at the tiny model's pixel budget (the flags know
+        # no budget: a real model takes a 1600x1000 screen as it is, the tiny one would be
+        # shrunk again by the server, into a frame the adapter does not know).
+        backend = OpenAIBackend(base_urls=[vllm_server.base_url], model=vllm_server.model, max_retries=1)
+        return main(args, model=get_adapter(family, backend=backend, max_pixels=TINY_MAX_PIXELS))
+
+    served = requests_served(vllm_server.server, run, argv)
 
     records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
-    wanted = [
-        s["id"]
-        for f in sorted((screenspot_sample / "annotations").glob("*.json"))
-        for s in json.loads(f.read_text())
-    ][:6]
-    assert sorted(r["id"] for r in records) == sorted(wanted)
+    assert len(records) == n
     assert served == sum(r["n_calls"] for r in records), "every server request is recorded in a sample"
     for r in records:
-        assert r["trigger"] is not None and r["rounds"] >= 1  # --trigger always: every sample got a round
-        assert r["completion_tokens"] > 0 and r["prompt_tokens"] > 0
-        if r["final"]["point"] is None:
-            assert r["final"]["correctness"] in ("wrong_format", "wrong")
-
+        assert r["n_failed_calls"] == 0, r  # every reply finished
+        assert r["trigger"] is not None and r["rounds"] >= 1  # --trigger always: a round on each
+        for row in ("baseline", "final"):  # an answer in the family's format, scored
+            assert r[row]["point"] is not None and r[row]["correctness"] in ("correct", "wrong"), r[row]
+            bbox = r["sample"]["bbox"]
+            x, y = r[row]["point"]
+            inside_box = bbox[0] <= x <= bbox[2] and bbox[1] <= y <= bbox[3]
+            assert (r[row]["correctness"] == "correct") == inside_box, r[row]
     results = json.loads((out / "results.json").read_text())
-    assert sorted(d["id"] for d in results["details"]) == sorted(wanted)
-    details = results["details"]
-    assert all(d["correctness"] in ("correct", "wrong", "wrong_format") for d in details)
-    for d in details:  # an unparsable answer is wrong_format; a failed sample is kept, scored wrong
-        if d["pred"] is None:
-            assert d["correctness"] == ("wrong" if d.get("status") == "error" else "wrong_format"), d
-    print(f"\nScreenSpot-Pro on vLLM: {served} requests, metrics {results['metrics']}")
+    assert sorted(d["id"] for d in results["details"]) == sorted(r["sample"]["id"] for r in records)
+    assert {d["correctness"] for d in results["details"]} <= {"correct", "wrong"}
+    print(f"\nScreenSpot-Pro on vLLM ({family}): {served} requests, metrics {results['metrics']}")
 
     # Resume: the same command again answers from the run folder, with no new model calls.
-    assert requests_served(vllm_server.server, main, argv) == 0
-    assert len((out / "records.jsonl").read_text().splitlines()) == 6
+    assert requests_served(vllm_server.server, run, argv) == 0
+    assert len((out / "records.jsonl").read_text().splitlines()) == n
 
 
 def test_webvoyager_miniwob_run_through_regionfocus_and_resume(vllm_server, tmp_path):
-    """Two MiniWoB++ tasks in Chromium with UI-TARS-1.5 prompts. The random model's answers do
-    not parse, which is itself a live trigger, so every task goes through RegionFocus rounds."""
+    """Two MiniWoB++ tasks in Chromium with UI-TARS-1.5's computer-use prompt: every step's
+    answer finishes and parses (the model clicks where it sees the most green, or the centre),
+    and ``--trigger always`` sends every step through a RegionFocus round."""
     from regionfocus.webvoyager.cli import main
 
     out = tmp_path / "wv"
@@ -297,6 +393,7 @@ def test_webvoyager_miniwob_run_through_regionfocus_and_resume(vllm_server, tmp_
         "--base-url", vllm_server.base_url,
         "--model", vllm_server.model,
         "--max-steps", "2",
+        "--trigger", "always",
         "--viewport", "504x392",  # 18x14 patches of 28 px: within the tiny model's pixel budget
         "--concurrency", "2",
         "--out", str(out),

@@ -100,18 +100,18 @@ The quick brown fox jumps over the lazy dog. 0 1 2 3 4 5 6 7 8 9 10 100 1000 192
 """
 
 
-def _complete(out: Path) -> bool:
+def complete(out: Path, marker: str = _MARKER, recipe: object = RECIPE_VERSION) -> bool:
+    """Whether ``out`` holds a whole build of ``recipe`` (its marker, written last, names it)."""
     try:
-        meta = json.loads((out / _MARKER).read_text())
+        meta = json.loads((out / marker).read_text())
     except (OSError, ValueError):
         return False
-    return meta.get("recipe") == RECIPE_VERSION and all(
-        (out / name).exists() for name in meta.get("files", [])
-    )
+    return meta.get("recipe") == recipe and all((out / name).exists() for name in meta.get("files", []))
 
 
-def _train_tokenizer(work: Path, vocab_size: int):
-    """A byte-level BPE in Qwen's layout, with the Qwen special tokens appended after it."""
+def _train_tokenizer(work: Path, vocab_size: int, corpus: str = _CORPUS):
+    """A byte-level BPE in Qwen's layout, trained on ``corpus``, with the Qwen special tokens
+    appended after it."""
     from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
     from transformers.models.qwen2.tokenization_qwen2 import Qwen2Tokenizer
 
@@ -131,7 +131,7 @@ def _train_tokenizer(work: Path, vocab_size: int):
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         special_tokens=[],
     )
-    bpe.train_from_iterator([_CORPUS] * 4, trainer=trainer)
+    bpe.train_from_iterator([corpus] * 4, trainer=trainer)
     model_json = json.loads(bpe.to_str())["model"]
     merges = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in model_json["merges"]]
 
@@ -150,6 +150,109 @@ def _train_tokenizer(work: Path, vocab_size: int):
     return tok
 
 
+# The processor's pixel limits: 4 .. 256 cells of 28 px.
+MIN_PIXELS, MAX_PIXELS = 4 * 28 * 28, 256 * 28 * 28
+
+
+def tiny_processor(tokenizer):
+    """A Qwen2.5-VL processor over ``tokenizer``: 14-px patches merged 2x2, small pixel limits."""
+    from transformers import Qwen2_5_VLProcessor, Qwen2VLImageProcessor
+    from transformers.models.qwen2_vl.video_processing_qwen2_vl import Qwen2VLVideoProcessor
+
+    sizes = dict(
+        min_pixels=MIN_PIXELS, max_pixels=MAX_PIXELS, patch_size=14, temporal_patch_size=2, merge_size=2
+    )
+    return Qwen2_5_VLProcessor(
+        image_processor=Qwen2VLImageProcessor(**sizes),
+        tokenizer=tokenizer,
+        video_processor=Qwen2VLVideoProcessor(**sizes),
+        chat_template=CHAT_TEMPLATE,
+    )
+
+
+def tiny_config(
+    tokenizer,
+    *,
+    initializer_range: float = 0.3,
+    rope_theta: float = 1000000.0,
+    layers: int = 2,
+    intermediate_size: int = 256,
+    full_attention_blocks: tuple[int, ...] = (1,),
+):
+    """The tiny Qwen2.5-VL config for ``tokenizer`` (sizes in the module docstring)."""
+    from transformers import Qwen2_5_VLConfig
+
+    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS + PLAIN_ADDED_TOKENS}
+    return Qwen2_5_VLConfig(
+        text_config={
+            "vocab_size": len(tokenizer),
+            "initializer_range": initializer_range,
+            "hidden_size": 128,
+            "intermediate_size": intermediate_size,
+            "num_hidden_layers": layers,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "max_position_embeddings": 4096,
+            "max_window_layers": layers,
+            "rope_scaling": {"type": "mrope", "mrope_section": [4, 6, 6], "rope_theta": rope_theta},
+            "bos_token_id": ids["<|endoftext|>"],
+            "eos_token_id": ids["<|im_end|>"],
+            "pad_token_id": ids["<|endoftext|>"],
+        },
+        vision_config={
+            "depth": 2,
+            "hidden_size": 64,
+            "intermediate_size": 128,
+            "num_heads": 2,
+            "patch_size": 14,
+            "spatial_merge_size": 2,
+            "temporal_patch_size": 2,
+            "window_size": 112,
+            "fullatt_block_indexes": list(full_attention_blocks),
+            "out_hidden_size": 128,
+            "tokens_per_second": 2,
+        },
+        image_token_id=ids["<|image_pad|>"],
+        video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"],
+        vision_end_token_id=ids["<|vision_end|>"],
+        tie_word_embeddings=False,
+    )
+
+
+def set_generation_config(model, tokenizer) -> None:
+    """Greedy, ending at ``<|im_end|>`` (or ``<|endoftext|>``): the generation_config.json a
+    server reads for its stop tokens."""
+    pad, end = tokenizer.convert_tokens_to_ids("<|endoftext|>"), tokenizer.convert_tokens_to_ids("<|im_end|>")
+    model.generation_config.bos_token_id = pad
+    model.generation_config.eos_token_id = [end, pad]
+    model.generation_config.pad_token_id = pad
+    model.generation_config.do_sample = False
+
+
+def save_folder(work: Path, model, processor, marker: str, meta: dict) -> list[str]:
+    """Write ``model`` and ``processor`` into ``work``, readable by everyone, with the marker
+    file ``marker`` (``meta`` plus the file list) last. Returns the file names."""
+    model.save_pretrained(work)
+    processor.save_pretrained(work)
+    # Loaders older than transformers 5 (and some servers) read the image processor from the
+    # legacy per-processor file with min/max_pixels spelled out; write it too.
+    legacy = processor.image_processor.to_dict()
+    legacy.update(min_pixels=MIN_PIXELS, max_pixels=MAX_PIXELS)
+    (work / "preprocessor_config.json").write_text(json.dumps(legacy, indent=2, sort_keys=True))
+    for path in [work, *work.iterdir()]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    files = sorted(p.name for p in work.iterdir())
+    (work / marker).write_text(json.dumps({**meta, "files": files}))
+    return files
+
+
+def move_into_place(work: Path, out: Path) -> None:
+    if out.exists():
+        shutil.rmtree(out)
+    os.replace(work, out)
+
+
 def build_tiny_qwen25vl(out_dir: str | os.PathLike[str], *, seed: int = 0) -> Path:
     """Write (or reuse) a tiny random Qwen2.5-VL folder at ``out_dir`` and return its path.
 
@@ -160,17 +263,11 @@ def build_tiny_qwen25vl(out_dir: str | os.PathLike[str], *, seed: int = 0) -> Pa
     already at a multiple of 28).
     """
     out = Path(out_dir)
-    if _complete(out):
+    if complete(out):
         return out
 
     import torch
-    from transformers import (
-        Qwen2_5_VLConfig,
-        Qwen2_5_VLForConditionalGeneration,
-        Qwen2_5_VLProcessor,
-        Qwen2VLImageProcessor,
-    )
-    from transformers.models.qwen2_vl.video_processing_qwen2_vl import Qwen2VLVideoProcessor
+    from transformers import Qwen2_5_VLForConditionalGeneration
 
     out.parent.mkdir(parents=True, exist_ok=True)
     # Build next to the target and move into place, so a crash never leaves a half folder that
@@ -178,83 +275,16 @@ def build_tiny_qwen25vl(out_dir: str | os.PathLike[str], *, seed: int = 0) -> Pa
     work = Path(tempfile.mkdtemp(prefix=".tiny_qwen_", dir=out.parent))
     try:
         tokenizer = _train_tokenizer(work, vocab_size=1024)
-        ids = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS + PLAIN_ADDED_TOKENS}
-        vocab_size = len(tokenizer)
-
-        min_pixels, max_pixels = 4 * 28 * 28, 256 * 28 * 28
-        image_processor = Qwen2VLImageProcessor(
-            min_pixels=min_pixels, max_pixels=max_pixels, patch_size=14, temporal_patch_size=2, merge_size=2
-        )
-        video_processor = Qwen2VLVideoProcessor(
-            min_pixels=min_pixels, max_pixels=max_pixels, patch_size=14, temporal_patch_size=2, merge_size=2
-        )
-        processor = Qwen2_5_VLProcessor(
-            image_processor=image_processor,
-            tokenizer=tokenizer,
-            video_processor=video_processor,
-            chat_template=CHAT_TEMPLATE,
-        )
-
-        config = Qwen2_5_VLConfig(
-            text_config={
-                "vocab_size": vocab_size,
-                # Wide random weights: greedy decoding then wanders over the whole vocabulary
-                # (JSON fragments, action words, special tokens, broken UTF-8) instead of
-                # repeating one token, which makes a harsher malformed-output test.
-                "initializer_range": 0.3,
-                "hidden_size": 128,
-                "intermediate_size": 256,
-                "num_hidden_layers": 2,
-                "num_attention_heads": 4,
-                "num_key_value_heads": 2,
-                "max_position_embeddings": 4096,
-                "max_window_layers": 2,
-                "rope_scaling": {"type": "mrope", "mrope_section": [4, 6, 6], "rope_theta": 1000000.0},
-                "bos_token_id": ids["<|endoftext|>"],
-                "eos_token_id": ids["<|im_end|>"],
-                "pad_token_id": ids["<|endoftext|>"],
-            },
-            vision_config={
-                "depth": 2,
-                "hidden_size": 64,
-                "intermediate_size": 128,
-                "num_heads": 2,
-                "patch_size": 14,
-                "spatial_merge_size": 2,
-                "temporal_patch_size": 2,
-                "window_size": 112,
-                "fullatt_block_indexes": [1],
-                "out_hidden_size": 128,
-                "tokens_per_second": 2,
-            },
-            image_token_id=ids["<|image_pad|>"],
-            video_token_id=ids["<|video_pad|>"],
-            vision_start_token_id=ids["<|vision_start|>"],
-            vision_end_token_id=ids["<|vision_end|>"],
-            tie_word_embeddings=False,
-        )
+        processor = tiny_processor(tokenizer)
+        # Wide random weights: greedy decoding then wanders over the whole vocabulary (JSON
+        # fragments, action words, special tokens, broken UTF-8) instead of repeating one token,
+        # which makes a harsher malformed-output test.
+        config = tiny_config(tokenizer, initializer_range=0.3)
         torch.manual_seed(seed)
         model = Qwen2_5_VLForConditionalGeneration(config).eval()
-        model.generation_config.bos_token_id = ids["<|endoftext|>"]
-        model.generation_config.eos_token_id = [ids["<|im_end|>"], ids["<|endoftext|>"]]
-        model.generation_config.pad_token_id = ids["<|endoftext|>"]
-        model.generation_config.do_sample = False
-
-        model.save_pretrained(work)
-        processor.save_pretrained(work)
-        # Loaders older than transformers 5 (and some servers) read the image processor from the
-        # legacy per-processor file with min/max_pixels spelled out; write it too.
-        legacy = image_processor.to_dict()
-        legacy.update(min_pixels=min_pixels, max_pixels=max_pixels)
-        (work / "preprocessor_config.json").write_text(json.dumps(legacy, indent=2, sort_keys=True))
-        for path in [work, *work.iterdir()]:
-            path.chmod(0o755 if path.is_dir() else 0o644)
-        files = sorted(p.name for p in work.iterdir())
-        (work / _MARKER).write_text(json.dumps({"recipe": RECIPE_VERSION, "seed": seed, "files": files}))
-
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(work, out)
+        set_generation_config(model, tokenizer)
+        save_folder(work, model, processor, _MARKER, {"recipe": RECIPE_VERSION, "seed": seed})
+        move_into_place(work, out)
     finally:
         if work.exists():
             shutil.rmtree(work, ignore_errors=True)
