@@ -56,8 +56,8 @@ def perception_options(name: str, model: GroundingModel) -> dict[str, Any]:
     """What a strategy that reads the screen itself gets from the adapters: ``hints`` (OCR lines
     and detected UI elements, ``adapters/perception/hints.py``; GUI-Lens's evidence lists).
     {} for every other strategy; explicit options win over these. The coordinates a strategy
-    asks for are its own (a GUI-Lens preset's are its published run's), never set from the
-    adapter's frame."""
+    asks for are its own (a GUI-Lens preset's are its config's: pixels, 0-1000 for gui-lens-m3),
+    never set from the adapter's frame."""
     params = inspect.signature(STRATEGIES[name].factory).parameters
     out: dict[str, Any] = {}
     if "hints" in params:

@@ -2,13 +2,18 @@
 (Fzkuji/GUI-Agent-Harness @ 23e75e0): each preset's coordinates whatever the family, the review's
 several crops in one request through every family's adapter, reruns of a sample after no verified
 target or a failed call (a failed call is not a rejected crop), and answers read as the code reads
-them (``parse_json``'s order, the gate's ``bool()``) where a preset reproduces a published run.
+them (``parse_json``'s order, the gate's ``bool()``) where a preset reproduces a published run;
+``gui-lens-m3``, the one official config asking for 0-1000, asks every family for 0-1000.
 The scripted chat model is ``tests/test_strategy_gui_lens.py``'s, which answers from the image."""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 from dataclasses import dataclass, replace
+from pathlib import Path
+from unittest.mock import patch
 
 import pytest
 from PIL import Image
@@ -17,17 +22,22 @@ from regionfocus.adapters import get_adapter
 from regionfocus.adapters.backends.base import ChatResponse
 from regionfocus.adapters.registry import families
 from regionfocus.agent import StaticPrediction
+from regionfocus.geometry import Box
+from regionfocus.kit.flags import strategy_names
 from regionfocus.model import Usage
 from regionfocus.screenspot_pro.strategies import perception_options, run_peers
 from regionfocus.strategies import STRATEGIES, GuiLens, get_strategy
 from regionfocus.strategies.cli import strategies_command
-from regionfocus.strategies.gui_lens import PRESETS
-from regionfocus.strategies.gui_lens_text import flag, read_json, text
+from regionfocus.strategies.gui_lens import PRESETS, next_box
+from regionfocus.strategies.gui_lens_geometry import normalize_bbox_to_display
+from regionfocus.strategies.gui_lens_text import Frame, flag, read_json, text
 
 from .test_adapters_prompts import images_in
-from .test_strategy_gui_lens import INSTR, SCREEN, TARGET, LensVLM, LensVLMImages, run
+from .test_strategy_gui_lens import GREEN, INSTR, SCREEN, TARGET, LensVLM, LensVLMImages, kind_of, run
 
 LENS = [n for n in STRATEGIES if n.startswith("gui-lens")]
+PIXEL_PRESETS = ["gui-lens", "gui-lens-legacy", "gui-lens-claude"]  # every published run's
+HOSTED = {"openai": ("openai", "gpt-5.5"), "claude": ("anthropic", "claude-opus-4-7")}
 
 
 def quick(config, **changes):
@@ -47,8 +57,49 @@ def peers(name: str, model, options=None):
     return res
 
 
+def over_the_wire(strategy: str, family: str, lens: LensVLM, shot=SCREEN, instruction=INSTR):
+    """``strategy`` through the ScreenSpot-Pro command's own path (``run_peers``, with the
+    harness's options but no hints) and ``family``'s adapter, against a local server speaking
+    that family's wire format (a served family: ``tests/chat_server.py``, OpenAI's chat
+    completions; a hosted one: its provider's API through its SDK, ``tests/provider_servers.py``),
+    ``lens`` answering what arrives. Returns the result and each request as the server decoded
+    it: (kind, text, images)."""
+    from regionfocus.adapters.backends.openai_http import OpenAIBackend
+
+    from .chat_server import ChatServer, Reply, request_images, request_text
+    from .provider_servers import ProviderServer, Said
+
+    asked: list[tuple[str, str, list[Image.Image]]] = []
+
+    def answer(text: str, images: list[Image.Image]) -> str:
+        asked.append((kind_of(text), text, images))
+        return lens.answer(text, images).text
+
+    async def go(adapter):
+        pred = StaticPrediction(baseline=None, final=None, verdict=None, trigger=None)
+        try:
+            got = await run_peers([strategy], adapter, shot, instruction, pred, {strategy: {"hints": None}})
+        finally:
+            await adapter.backend.aclose()
+        return got[strategy]
+
+    if family in HOSTED:
+        from regionfocus.adapters.families.hosted import build_hosted
+
+        provider, model = HOSTED[family]
+        key = "OPENAI_API_KEY" if provider == "openai" else "ANTHROPIC_API_KEY"
+        with (
+            patch.dict(os.environ, {key: os.environ.get(key) or "sk-local-0000"}),
+            ProviderServer(provider, lambda req: Said(answer(req.text, req.images))) as srv,
+        ):
+            return asyncio.run(go(build_hosted(family, model=model, base_url=srv.base_url))), asked
+    with ChatServer(lambda b: Reply.text(answer(request_text(b), request_images(b)))) as srv:
+        adapter = get_adapter(family, backend=OpenAIBackend([srv.base_url], model="m", max_retries=0))
+        return asyncio.run(go(adapter)), asked
+
+
 # ------------------------------------------------------------------ 1. coordinates by preset
-@pytest.mark.parametrize("name", LENS)
+@pytest.mark.parametrize("name", PIXEL_PRESETS)
 def test_each_preset_asks_for_its_published_runs_coordinates_on_a_0_1000_family(name):
     """The harness used to give every family whose frame is not pixels (GPT's 0-1 among them)
     the 0-1000 override; the published runs (coords_normalized off) sent pixels."""
@@ -73,6 +124,74 @@ def test_the_one_normalised_config_asks_for_0_1000_whatever_the_family():
         LensVLM(frame="normalized"),
     )
     assert "ran with normalized coordinates where its config asks for pixels (coords=)" in res.notes
+
+
+def test_gui_lens_m3_is_a_strategy_name_listed_with_its_protocol(capsys):
+    assert LENS == [*PIXEL_PRESETS, "gui-lens-m3"]  # a new preset's coordinates get a test here
+    assert get_strategy("gui-lens-m3").config == PRESETS["sspro_stack_zoom_m3"]
+    assert STRATEGIES["gui-lens-m3"].needs_planner  # like every GUI-Lens: not in 'all'
+    assert strategy_names("regionfocus,gui-lens-m3") == ("regionfocus", "gui-lens-m3")
+    assert strategies_command([]) == 0
+    block = capsys.readouterr().out.split("\ngui-lens-m3 ")[1]
+    protocol = block.split("protocol: ")[1]
+    assert protocol.startswith("configs/sspro_stack_zoom_m3.yaml") and "with no published run" in protocol
+    for part in (
+        "coordinates 0-1000 of the displayed crop",
+        "1 image per request (the review: the final crop and up to 3 wider ones in one request)",
+        "reruns up to 2 per sample after no verified target or a failed call",
+        "harness the official runner through OpenProgram's providers",
+    ):
+        assert part in protocol
+
+
+def test_the_screenspot_pro_command_takes_strategy_gui_lens_m3(tmp_path: Path, capsys):
+    """The names reach the command's own --strategy: gui-lens-m3 passes it (the run stops
+    later, at the data that is not there), a misspelt one is refused naming gui-lens-m3."""
+    from regionfocus.screenspot_pro.cli import main
+
+    argv = ["--data", str(tmp_path / "absent"), "--out", str(tmp_path / "run"), "--agent", "qwen2.5-vl",
+            "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--no-preflight"]  # fmt: skip
+    assert main([*argv, "--strategy", "gui-lens-m3"]) == 2
+    err = capsys.readouterr().err
+    assert "--strategy" not in err and str(tmp_path / "absent") in err
+    assert main([*argv, "--strategy", "gui-lens-m4"]) == 2
+    err = capsys.readouterr().err
+    assert "--strategy: unknown 'gui-lens-m4'" in err and "gui-lens-m3" in err.split("known:")[1]
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("family", ["qwen2.5-vl", "openai", "claude"])
+def test_gui_lens_m3_asks_every_family_for_0_1000_over_its_wire(family):
+    """Pixel-frame families (Qwen2.5-VL served, Claude through its SDK) and GPT's 0-1 alike:
+    every crop and click request that reaches the server carries the official override, and the
+    0-1000 answers map back: each proposed crop holds the target (the gate accepts it), and the
+    click lands on it."""
+    lens = LensVLMImages(frame="normalized")
+    res, asked = over_the_wire("gui-lens-m3", family, lens)
+    kinds = [k for k, _, _ in asked]
+    rounds = len(kinds) // 2 - 1
+    assert rounds >= 3 and kinds == ["crop", "gate"] * rounds + ["click", "review"]
+    for kind, prompt, _ in asked:
+        if kind in ("crop", "click"):
+            assert text(f"norm_{kind}") in prompt, (kind, prompt[-400:])
+    gates = [s["gate"]["action"] for s in res.steps if s.get("stage") == "crop"]
+    assert gates == ["accept"] * rounds
+    assert res.steps[0]["coords"] == "normalized" and not any("(coords=)" in n for n in res.notes)
+    assert TARGET.contains(res.point), res.steps
+
+
+def test_a_0_1000_crop_on_a_display_rounded_below_its_pixels_is_read_as_0_1000():
+    """Qwen2.5-VL's multiples of 28 show a 1072x619 crop at 1064x616 (a scale under 1), where
+    the official code's Claude heuristic reads a bbox past the displayed size as screenshot
+    pixels: a 0-1000 bbox (y up to 950) was moved off the crop, and the gate rejected it."""
+    frame = Frame((848, 0, 1920, 619), 1064 / 1072, 616 / 619, normalized=True)
+    assert normalize_bbox_to_display([482, 33, 982, 950], frame) == [482, 33, 982, 950]
+    nxt = next_box([482, 33, 982, 950], frame, (1920, 1080), PRESETS["sspro_stack_zoom_m3"], 1)
+    assert nxt is not None and Box(848, 0, 1920, 619).contains(Box(*nxt).center)
+    # the heuristic itself stands: pixels past a downscaled crop, and any bbox past 1000
+    pixels = replace(frame, normalized=False)
+    assert normalize_bbox_to_display([1200, 100, 1500, 400], pixels) != [1200, 100, 1500, 400]
+    assert normalize_bbox_to_display([1200, 100, 1500, 400], frame) != [1200, 100, 1500, 400]
 
 
 # ------------------------------------------------------------------ 2. the review's crops
@@ -268,3 +387,40 @@ def test_a_first_object_without_an_action_is_an_invalid_crop_under_the_official_
         first = next(s for s in res.steps if s.get("stage") == "crop")
         assert (first["action"] == "") if first_kind == "invalid" else (first["action"] == "crop")
         assert TARGET.contains(res.point)
+
+
+@pytest.mark.slow  # the whole command: OCR hints, the run folder, the reports (seconds of CPU)
+def test_the_screenspot_pro_command_runs_gui_lens_m3_with_0_1000_requests(tmp_path: Path):
+    """``regionfocus screenspot-pro --strategy gui-lens-m3`` with a pixel-frame family served
+    over HTTP (Qwen2.5-VL): the baseline in the family's own prompt, every GUI-Lens crop and
+    click request with the 0-1000 override, the row scored and written out like any other."""
+    from regionfocus.kit.runlog import read_records
+    from regionfocus.screenspot_pro.cli import main
+
+    from .chat_server import ChatServer, Reply, request_images, request_text
+    from .test_screenspot_helpers import Target, make_dataset
+    from .test_strategies_mvp_router import colour_responder
+
+    data = make_dataset(tmp_path / "data", {"appg_macos": [Target("appg_0", GREEN, (1195, 295, 1215, 315))]})
+    lens = LensVLMImages(frame="normalized")
+
+    def responder(body):
+        if "computer_use" in request_text(body):  # the baseline, in Qwen2.5-VL's own tool prompt
+            return colour_responder(body)
+        return Reply.text(lens.answer(request_text(body), request_images(body)).text)
+
+    out = tmp_path / "run"
+    with ChatServer(responder, model="m") as srv:
+        argv = ["--data", str(data), "--out", str(out), "--no-progress", "--agent", "qwen2.5-vl",
+                "--base-url", srv.base_url, "--model", "m", "--strategy", "gui-lens-m3"]  # fmt: skip
+        assert main(argv) == 0
+    (rec,) = read_records(out / "records.jsonl")
+    row = rec["strategies"]["gui-lens-m3"]
+    assert row["error"] is None and row["correctness"] == "correct"
+    assert [c["kind"] for c in row["trace"]["calls"]][:2] == ["crop[r1.1]", "gate[r1.1]"]
+    assert row["trace"]["steps"][0]["coords"] == "normalized"
+    asked = {a.kind: a.prompt for a in lens.asked}
+    assert text("norm_crop") in asked["crop"] and text("norm_click") in asked["click"]
+    assert all(text("norm_crop") in a.prompt for a in lens.asked if a.kind == "crop")
+    official = json.loads((out / "results_gui-lens-m3.json").read_text())
+    assert [d["correctness"] for d in official["details"]] == ["correct"]

@@ -17,7 +17,7 @@ from .chain_of_ground import ChainOfGround
 from .compose import MapChoice, Triggered, choose_on_map
 from .dimo import DiMoGUI
 from .focusing import IterativeFocusing
-from .gui_lens import GuiLens, GuiLensClaude, GuiLensLegacy
+from .gui_lens import GuiLens, GuiLensClaude, GuiLensLegacy, GuiLensM3
 from .gui_rc import GuiRC
 from .mega_gui import MegaGuiZoom
 from .mvp import MVP, MVPGrid
@@ -86,6 +86,7 @@ STRATEGIES: dict[str, StrategyInfo] = {
             GuiLens,
             GuiLensLegacy,
             GuiLensClaude,
+            GuiLensM3,
         ),
     )
 }
@@ -119,6 +120,7 @@ __all__ = [
     "GuiLens",
     "GuiLensClaude",
     "GuiLensLegacy",
+    "GuiLensM3",
     "GuiRC",
     "IterativeFocusing",
     "IterativeNarrowing",

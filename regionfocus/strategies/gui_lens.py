@@ -39,9 +39,9 @@ Presets (``config=``, :mod:`.gui_lens_config`): "sspro_stack_zoom" (default; the
 "full" arm, 88.7 % for GPT-5.5 on 300 samples), "legacy_baseline" (the config of GPT-5.5's 87.9 %
 on all 1581 samples: fill scaling, the legacy prompt order, no ranking of hints, an 85 % area cap,
 all final boxes), "sspro_stack_zoom_claude2000" (Claude Opus 4.7's 82.3 %: crops shown at most
-2000 px long, no gate) and "sspro_stack_zoom_m3" (the one config asking for 0-1000); the second
-and third are also registered on their own, ``gui-lens-legacy`` and ``gui-lens-claude``, so
-``--strategy`` reaches them. Any field of :class:`LensConfig` can be changed with
+2000 px long, no gate) and "sspro_stack_zoom_m3" (the one config asking for 0-1000); the last
+three are also registered on their own, ``gui-lens-legacy``, ``gui-lens-claude`` and
+``gui-lens-m3``, so ``--strategy`` reaches them. Any field of :class:`LensConfig` can be changed with
 ``dataclasses.replace``.
 
 Each preset sends what its published run sent, whatever family runs it: its coordinates
@@ -120,6 +120,7 @@ __all__ = [
     "GuiLens",
     "GuiLensClaude",
     "GuiLensLegacy",
+    "GuiLensM3",
     "LensConfig",
     "MultiImageChat",
     "display_scale",
@@ -234,3 +235,18 @@ class GuiLensClaude(GuiLens):
     protocol = protocol(PRESETS["sspro_stack_zoom_claude2000"])
 
     config: LensConfig | str = "sspro_stack_zoom_claude2000"
+
+
+@dataclass
+class GuiLensM3(GuiLens):
+    """GUI-Lens with the one official ScreenSpot-Pro config asking for 0-1000
+    (``sspro_stack_zoom_m3``): every family is asked for 0-1000, as the config asks."""
+
+    name = "gui-lens-m3"
+    paper = (
+        "GUI-Lens, config sspro_stack_zoom_m3 (0-1000 coordinates, written for MiniMax-M3 and the "
+        "Qwen family; no published run; Fzkuji/GUI-Agent-Harness @ 23e75e0)"
+    )
+    protocol = protocol(PRESETS["sspro_stack_zoom_m3"])
+
+    config: LensConfig | str = "sspro_stack_zoom_m3"

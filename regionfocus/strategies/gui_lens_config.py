@@ -7,7 +7,8 @@ Sources: Fzkuji/GUI-Agent-Harness @ 23e75e00db54486c6f3baf155979ad0f12471172,
 (``--retry-provider-errors``, default 2, and ``should_retry_result``: a sample is run again after a
 provider error or when the locator returns no verified target), and the summaries the published
 numbers come from (``results/gpt_5_5/full_summary.json`` and ``full_report.md``: provider
-``openai-codex``; ``results/claude_opus_4_7/full1581_summary.json``: provider ``claude-code``).
+``openai-codex``; ``results/claude_opus_4_7/full1581_summary.json``: provider ``claude-code``),
+and ``benchmarks/screenspot_pro/README.md`` (which config each model's numbers ran).
 """
 
 from __future__ import annotations
@@ -116,21 +117,28 @@ PRESETS: dict[str, LensConfig] = {
     "sspro_stack_zoom_m3": LensConfig(coords="normalized"),
 }
 
-# The published run each preset reproduces: the model, its number, and the harness it ran in.
+# The published run each preset reproduces, in the words that follow its config's name in the
+# listing, and the harness that run came through.
 PUBLISHED: dict[str, tuple[str, str]] = {
     "sspro_stack_zoom": (
-        "GPT-5.5's 88.7 % on a 300-sample slice (the design ablation's full arm)",
+        "as in GPT-5.5's 88.7 % on a 300-sample slice (the design ablation's full arm)",
         "OpenProgram's openai-codex provider (here: the family's own API)",
     ),
     "legacy_baseline": (
-        "GPT-5.5's 87.9 % (1390/1581), stitched from three runs",
+        "as in GPT-5.5's 87.9 % (1390/1581), stitched from three runs",
         "OpenProgram's openai-codex provider, not the OpenAI API (here: the Responses API)",
     ),
     "sspro_stack_zoom_claude2000": (
-        "Claude Opus 4.7's 82.3 % (1301/1581)",
+        "as in Claude Opus 4.7's 82.3 % (1301/1581)",
         "Claude Code (provider claude-code), not the Messages API (here: the Messages API)",
     ),
-    "sspro_stack_zoom_m3": ("no published ScreenSpot-Pro number kept here", "OpenProgram's providers"),
+    # benchmarks/screenspot_pro/README.md lines 69-70, 79 and 103-105: MiniMax-M3's harness
+    # numbers ran sspro_stack_zoom in pixels, normalised coordinates having lost inside the pipeline.
+    "sspro_stack_zoom_m3": (
+        "(the one official config asking for 0-1000), with no published run: MiniMax-M3's 47.4 % "
+        "(1581) and 47.6 % (300) ran sspro_stack_zoom in pixels",
+        "the official runner through OpenProgram's providers (here: the family's own API)",
+    ),
 }
 
 
@@ -157,6 +165,6 @@ def protocol(config: LensConfig) -> str:
     name = preset_name(config)
     if name is not None:
         run, harness = PUBLISHED[name]
-        parts.insert(0, f"configs/{name}.yaml as in {run}")
+        parts.insert(0, f"configs/{name}.yaml {run}")
         parts.append(f"harness {harness}")
     return "; ".join(parts)

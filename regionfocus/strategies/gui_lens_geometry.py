@@ -152,7 +152,12 @@ def click_boxes(
 
 def normalize_bbox_to_display(bbox: list[float], f: Frame) -> list[float]:
     """``_normalize_bbox_to_display``: on a downscaled crop, a bbox beyond the displayed size
-    (2 % slack) was written in screenshot pixels (Claude's habit); map it to the display."""
+    (2 % slack) was written in screenshot pixels (Claude's habit); map it to the display. A
+    0-1000 answer to a 0-1000 request is left as it is: the official 0-1000 config never shows a
+    crop smaller (min_scale 1), so there the heuristic never meets one; here an adapter's rounding
+    (Qwen2.5-VL's multiples of 28) can, and read as pixels it lands outside the crop."""
+    if f.normalized and max(bbox) <= 1000:
+        return bbox
     x1, y1, x2, y2 = f.box
     dw, dh = (x2 - x1) * f.sx, (y2 - y1) * f.sy
     if max(bbox[0], bbox[2]) <= dw * 1.02 and max(bbox[1], bbox[3]) <= dh * 1.02:
