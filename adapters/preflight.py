@@ -17,10 +17,13 @@ __all__ = ["PreflightFailed", "backend_of", "preflight"]
 
 
 def backend_of(model: Any) -> Any:
-    """The backend ``model`` sends its requests through, or None."""
+    """The backend ``model`` sends its requests through (``model`` itself when it is a backend,
+    as a command that only chats, such as ``webvoyager judge``, holds one), or None."""
     seen: set[int] = set()
     while model is not None and id(model) not in seen:
         seen.add(id(model))
+        if callable(getattr(model, "complete", None)):  # the ChatBackend protocol's one call
+            return model
         backend = getattr(model, "backend", None)
         if backend is not None:
             return backend

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import shutil
 import sys
 from dataclasses import dataclass
@@ -22,9 +23,10 @@ from regionfocus.adapters.cli_args import (
     request_identity,
     text_only_config,
 )
-from regionfocus.adapters.model_check import check_models
+from regionfocus.adapters.model_check import add_preflight_argument, check_models
 from regionfocus.adapters.redact import redact_url
 from regionfocus.kit import command
+from regionfocus.kit.data_pin import DataPin
 from regionfocus.kit.flags import (
     REGIONFOCUS,
     config_from_args,
@@ -41,7 +43,7 @@ from .flags import EXAMPLES, a11y_phases, add_run_arguments, default_viewport
 from .judge import format_summary, judge_run
 from .report import compare_runs, summary_markdown, write_report
 from .rundir import RunDir, read_json, read_results, write_json
-from .tasks import load_tasks
+from .tasks import load_tasks, tasks_pin
 
 PROG = "regionfocus webvoyager"
 
@@ -119,6 +121,7 @@ class _Resolved:
     task_zoom: float
     phases: tuple[str, ...] | None
     coat: Any
+    pin: DataPin  # the selected tasks by content, checked against a resumed folder's
 
     @property
     def suite(self) -> bool:
@@ -155,6 +158,7 @@ def _resolve(args: argparse.Namespace) -> _Resolved:
         task_zoom=task_zoom,
         phases=a11y_phases(args.a11y_phases),
         coat=coat_from_args(args),
+        pin=tasks_pin(tasks, args.tasks, args.answers),
     )
 
 
@@ -278,8 +282,11 @@ def run_main(argv: list[str]) -> int:
             await closer()
 
     try:
-        for name, run_dir in dirs.items():  # every folder refuses other settings before any task runs
-            run_dir.open(_pinned_config(args, run, model, browser, name), selected=[t.id for t in run.tasks])
+        # Every folder refuses other settings or changed tasks before any task runs, and before
+        # the browser starts.
+        for name, run_dir in dirs.items():
+            config = _pinned_config(args, run, model, browser, name)
+            run_dir.open(config, selected=[t.id for t in run.tasks], data=run.pin)
         asyncio.run(go())
     finally:
         for run_dir in dirs.values():
@@ -312,7 +319,8 @@ def _judge_parser() -> argparse.ArgumentParser:
         prog=f"{PROG} judge",
         description="Auto-evaluate a WebVoyager run with an OpenAI-compatible VLM (the official protocol: "
         "task, final answer and the last K screenshots; SUCCESS or NOT SUCCESS), REPEATS times; "
-        "prints success mean ± std per site and overall and writes RUN_DIR/judge.json.",
+        "prints success mean ± std per site and overall and writes RUN_DIR/judge.json. The judge model "
+        "is checked first (GET /models): a dead server, a refused key or an unknown --model exits 2.",
     )
     p.add_argument("run_dir", metavar="RUN_DIR")
     p.add_argument("--base-url", required=True, action="append", dest="base_urls", metavar="URL")
@@ -324,8 +332,15 @@ def _judge_parser() -> argparse.ArgumentParser:
     p.add_argument("--temperature", type=non_negative, default=0.0, help="default 0, as the official script")
     p.add_argument("--max-tokens", type=whole(1), default=1000)
     p.add_argument("--concurrency", type=whole(1), default=4, help="judge requests in flight (default 4)")
-    p.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="VAR", help="env var with the API key")
+    p.add_argument(
+        "--api-key-env",
+        default=None,
+        metavar="VAR",
+        help="environment variable holding the API key, which must then be set (default: OPENAI_API_KEY "
+        "when set; a local server needs none)",
+    )
     p.add_argument("--timeout", type=positive, default=300.0, metavar="S")
+    add_preflight_argument(p)
     return p
 
 
@@ -333,13 +348,16 @@ def judge_main(argv: list[str]) -> int:
     """auto-evaluate a run with a VLM (the official protocol)"""
     args = _judge_parser().parse_args(argv)
     _require_run(args.run_dir)
+    if args.api_key_env and not os.environ.get(args.api_key_env):
+        raise ValueError(f"no API key: set {args.api_key_env} (named by --api-key-env)")
     backend = OpenAIBackend(
         args.base_urls,
         args.model,
-        api_key_env=args.api_key_env,
+        api_key_env=args.api_key_env or "OPENAI_API_KEY",
         timeout=args.timeout,
         max_in_flight=max(1, args.concurrency),
     )
+    check_models(args, backend)  # before any task is judged and judge.json is written
 
     async def go() -> dict:
         try:
@@ -412,7 +430,8 @@ def merge_main(argv: list[str]) -> int:
         f"{PROG} merge",
         "One run folder from the folders of a --shard I/N run (all N): the records, the per-task folders "
         "(screenshots, interact_messages.json), results.json, summary and report.html of one unsharded "
-        "run. Refuses shards run with other settings (naming the key), overlapping or missing ones. "
+        "run, with the shards' task pins (data.json). Refuses shards run with other settings (naming "
+        "the key), overlapping or missing ones, and shards that pinned one task with other content. "
         "Judge the merged folder (`judge OUT`).",
     )
     args = p.parse_args(argv)
