@@ -495,8 +495,10 @@ def cmd_merge(argv: list[str]) -> int:
     p = command.merge_parser(
         f"{PROG} merge",
         "One run folder from the folders of a --shard I/N run (all N of them): the same records, "
-        "results, summary.md and report.html as one unsharded run. Refuses shards run with other "
-        "settings (naming the key), overlapping or missing ones.",
+        "results, summary.md and report.html as one unsharded run, and the shards' data pins "
+        "(data.json), so a resume over changed data is refused there too. Refuses shards run with "
+        "other settings (naming the key), overlapping or missing ones, and shards that pinned one "
+        "sample with other data.",
     )
     args = p.parse_args(argv)
     merged = merge_shards(args.out, args.shards)

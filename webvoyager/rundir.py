@@ -3,6 +3,8 @@
 Layout (``RUN_DIR``)::
 
     config.json            the whole resolved configuration, pinned at the first start
+    data.json              the selected tasks by content (tasks.tasks_pin): a resume over
+                           changed tasks is refused naming them
     records.jsonl          one record per task or episode, appended as each ends (the truth)
     results.json           every record as one JSON list: derived from the log, atomically
     summary.json / .md     success per site and overall, steps, triggers (report.py)
@@ -28,6 +30,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from regionfocus.kit.data_pin import DataPin
 from regionfocus.kit.runlog import (
     CONFIG,
     RECORDS,
@@ -104,11 +107,15 @@ class RunDir:
     def task_dir(self, folder: str) -> Path:
         return self.root / folder
 
-    def open(self, config: dict[str, Any], selected: list[str] | None = None) -> None:
+    def open(
+        self, config: dict[str, Any], selected: list[str] | None = None, data: DataPin | None = None
+    ) -> None:
         """Create the folder or resume it. Raises ValueError (RunFolderError) listing every
-        setting that differs from the one the folder was started with, or naming a record that
-        breaks the log's contract. ``selected``: the task ids this run selected (a record of
-        another is refused; ``report`` reads them from config.json)."""
+        setting that differs from the one the folder was started with, naming a record that
+        breaks the log's contract, or naming the recorded tasks whose content changed.
+        ``selected``: the task ids this run selected (a record of another is refused; ``report``
+        reads them from config.json). ``data``: the selected tasks by content
+        (:func:`~regionfocus.webvoyager.tasks.tasks_pin`, kept in ``data.json``)."""
         self.root.mkdir(parents=True, exist_ok=True)
         _convert_legacy(self.root)
         identity = {k: v for k, v in config.items() if k not in INVOCATION_KEYS}
@@ -122,6 +129,7 @@ class RunDir:
             retry_errors=self.retry_errors,
             schema=RECORD_FIELDS,
             selected=selected,
+            data=data,
         )
 
     def finished(self, task_id: str) -> bool:

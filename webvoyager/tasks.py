@@ -19,10 +19,15 @@ ignored, an integer id is read as its decimal string.
 
 from __future__ import annotations
 
+import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
+from urllib.request import url2pathname
+
+from regionfocus.kit.data_pin import DataPin
 
 # The GAIA task file's own reference answer (data/GAIA_web.jsonl of the official repository).
 GAIA_ANSWER_FIELD = "Final answer"
@@ -151,3 +156,39 @@ def load_reference_answers(path: str | Path) -> dict[tuple[str, int], list[dict]
                     {"type": str(a.get("type", "")), "ans": str(a.get("ans", ""))}
                 )
     return out
+
+
+# The pinned settings that say where a task file sits: the content pin stands in for them.
+LOCATION_KEYS = ("tasks", "answers")
+
+
+def tasks_pin(tasks: Sequence[WebTask], tasks_arg: str, answers: str | Path | None = None) -> DataPin:
+    """The selected tasks by content (``RUN_DIR/data.json``, :mod:`regionfocus.kit.data_pin`):
+    a resume after a recorded task changed is refused naming it, and the same tasks read from
+    another path resume. A task file's task is pinned by its record as loaded (site, question,
+    start URL) under the file's name, its reference answers under the ``--answers`` file's when
+    that gives them; a MiniWoB++ episode by its seed and its page's bytes, under the page's
+    name (another ``miniwob`` release's page is named, the wheel's path never compared).
+    ``tasks_arg``: the ``--tasks`` value, a file or a MiniWoB++ spec."""
+    if tasks and all(t.kind == "web" for t in tasks):
+        return DataPin.of(
+            ((t.id, _web_parts(t, Path(tasks_arg).name, answers)) for t in tasks), location_keys=LOCATION_KEYS
+        )
+    pages: dict[str, str] = {}
+    return DataPin.of(((t.id, _page_parts(t, pages)) for t in tasks), location_keys=())
+
+
+def _web_parts(task: WebTask, source: str, answers: str | Path | None) -> dict:
+    record = {"web_name": task.web_name, "ques": task.ques, "web": task.web}
+    if not task.reference:
+        return {source: record}
+    if answers is None:  # a GAIA line's own answer: part of the line
+        return {source: {**record, "reference": list(task.reference)}}
+    return {source: record, Path(answers).name: list(task.reference)}
+
+
+def _page_parts(task: WebTask, pages: dict[str, str]) -> dict:
+    path = Path(url2pathname(urlsplit(task.web).path))
+    if task.web not in pages:  # one read per page, however many episodes
+        pages[task.web] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return {f"miniwob/{path.name}": {"seed": task.seed, "page": pages[task.web]}}

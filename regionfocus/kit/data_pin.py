@@ -71,22 +71,58 @@ class DataPin:
 
 def changes(pinned: DataPin, now: DataPin, recorded: Collection[str]) -> str | None:
     """What changed among the ``recorded`` samples between the pinned data and today's, in one
-    line (sources first, with how many recorded samples each touches), or None."""
+    line (the first few samples that differ by id, then the sources, with how many recorded
+    samples each touches), or None."""
     touched: Counter[str] = Counter()
-    differ = 0
+    differ: list[str] = []
     for sid in recorded:
         before, after = pinned.samples.get(sid), now.samples.get(sid)
         if before is None or after is None:
             continue  # not pinned then (an older folder's sample) or not selected now: not ours to say
-        moved = [src for src in dict.fromkeys([*before, *after]) if before.get(src) != after.get(src)]
+        moved = _moved(before, after)
         touched.update(moved)
-        differ += bool(moved)
+        if moved:
+            differ.append(sid)
     if not differ:
         return None
     shown = ", ".join(f"{src} ({n})" for src, n in touched.most_common(SOURCES_SHOWN))
     more = len(touched) - SOURCES_SHOWN
     return (
-        f"{differ} of the {len(recorded)} recorded sample(s) differ; changed: {shown}"
+        f"{len(differ)} of the {len(recorded)} recorded sample(s) differ ({_named(differ)}); changed: {shown}"
         + (f" and {more} more source(s)" if more > 0 else "")
         + " (in parentheses: the recorded samples each touches)"
     )
+
+
+def _moved(before: Mapping[str, str], after: Mapping[str, str]) -> list[str]:
+    """The sources whose part differs (or is there on one side only)."""
+    return [src for src in dict.fromkeys([*before, *after]) if before.get(src) != after.get(src)]
+
+
+def _named(ids: list[str]) -> str:
+    more = len(ids) - SOURCES_SHOWN
+    return ", ".join(ids[:SOURCES_SHOWN]) + (f" and {more} more" if more > 0 else "")
+
+
+def merged(pins: Iterable[tuple[str, DataPin | None]]) -> DataPin | None:
+    """One pin for the folders whose (name, pin) pairs are given, as a merge of a run's shards
+    writes it: every sample any of them pinned (a folder without a pin adds none; None when no
+    folder has one). Raises ValueError naming the first sample two folders pinned with other
+    content: they ran on two versions of the data, and one folder may not hold both."""
+    samples: dict[str, Mapping[str, str]] = {}
+    owner: dict[str, str] = {}
+    found = False
+    for name, pin in pins:
+        if pin is None:
+            continue
+        found = True
+        for sid, parts in pin.samples.items():
+            if sid in samples and samples[sid] != parts:
+                moved = _moved(samples[sid], parts)
+                raise ValueError(
+                    f"{sid} was run on other data in {name} than in {owner[sid]} (changed: "
+                    f"{', '.join(moved[:SOURCES_SHOWN])}): the folders ran on two versions of the data"
+                )
+            samples.setdefault(sid, parts)
+            owner.setdefault(sid, name)
+    return DataPin(samples) if found else None

@@ -8,7 +8,9 @@ of its own with ``shard: "I/N"`` pinned beside the rest of the configuration.
 :func:`merge_shards` builds one run folder from all N: it refuses shards whose pinned
 configurations differ (naming the key), that overlap, or that leave a shard out (naming it),
 and writes the union of their records under the configuration an unsharded run pins, so the
-harness's reports come out as for one process (and the merged folder resumes unsharded).
+harness's reports come out as for one process (and the merged folder resumes unsharded), with
+the union of their data pins (``data.json``: a resume over changed data is refused there too;
+shards that pinned one sample with other content are refused, naming it).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .data_pin import DataPin, merged
 from .runlog import (
     CONFIG,
     RECORDS,
@@ -120,6 +123,10 @@ def merge_shards(out: str | Path, shard_dirs: list[str | Path]) -> Merged:
                 f"{d} ran with other settings than {first_dir}, merging would mix two experiments "
                 f"(first value: {first_dir}, second: {d}):\n  " + "\n  ".join(diffs)
             )
+    try:  # the shards' data pins, as one: the merged folder resumes with the same content check
+        pin = merged((str(d), DataPin.read(d)) for d, _ in order)
+    except ValueError as e:
+        raise RunFolderError(f"{e}; merging would score samples against both") from None
     owner: dict[str, Path] = {}
     records: list[dict[str, Any]] = []
     for d, _ in order:
@@ -140,6 +147,8 @@ def merge_shards(out: str | Path, shard_dirs: list[str | Path]) -> Merged:
         atomic_write_json(
             out / CONFIG, {"schema_version": SCHEMA_VERSION, "identity": base, "invocation": invocation}
         )
+        if pin is not None:
+            pin.write(out)
         with RecordLog(out / RECORDS) as log:
             for rec in records:
                 log.append(rec)
