@@ -3,9 +3,10 @@ request kind, how many were sent, the images one carries and the first one's siz
 the prompt asks for 0-1000 (the official coordinate override); for MVP, the text, image size and
 generation budget of its full-image request and attention pass. GUI-Lens runs through the
 ScreenSpot-Pro command's own path (``run_peers``, which adds the harness's options) against
-local servers speaking each wire format (``tests/chat_server.py``, ``tests/provider_servers.py``)
-with the scripted chat model of ``tests/test_strategy_gui_lens.py``; MVP's requests come from the
-adapter's own request builder. Offline: no key is read, nothing leaves the machine.
+local servers speaking each wire format (``tests/chat_server.py``, ``tests/provider_servers.py``;
+``over_the_wire`` of ``tests/test_strategy_gui_lens_protocol.py``) with the scripted chat model
+of ``tests/test_strategy_gui_lens.py``; MVP's requests come from the adapter's own request
+builder. Offline: no key is read, nothing leaves the machine.
 
     .venv/bin/python -m benchmarks.peer_requests
 """
@@ -13,7 +14,6 @@ adapter's own request builder. Offline: no key is read, nothing leaves the machi
 from __future__ import annotations
 
 import asyncio
-import os
 from collections import Counter
 
 from PIL import Image, ImageDraw
@@ -23,7 +23,6 @@ from ._common import print_table
 SCREEN = (3840, 2160)
 TARGET = (2790, 590, 2829, 629)
 INSTRUCTION = "click the save button"
-HOSTED = {"openai": ("openai", "gpt-5.5"), "claude": ("anthropic", "claude-opus-4-7")}
 
 
 def screen() -> Image.Image:
@@ -33,50 +32,22 @@ def screen() -> Image.Image:
 
 
 def lens_requests(strategy: str, family: str) -> tuple[list[tuple[str, str, list[Image.Image]]], object]:
-    """Every request ``strategy`` sends through ``family``'s adapter, and its result."""
-    from regionfocus.agent import StaticPrediction
-    from regionfocus.screenspot_pro.strategies import run_peers
-    from tests.test_strategy_gui_lens import LensVLM, kind_of
+    """Every request ``strategy`` sends through ``family``'s adapter, and its result. The scripted
+    model answers in the coordinates it is asked for (0-1000 for gui-lens-m3), and Qwen3-VL in
+    its own 0-1000 whatever it is asked."""
+    from regionfocus.strategies import get_strategy
+    from tests.test_strategy_gui_lens import LensVLM
+    from tests.test_strategy_gui_lens_protocol import over_the_wire
 
-    asked: list[tuple[str, str, list[Image.Image]]] = []
-    lens = LensVLM(frame="normalized" if family == "qwen3-vl" else "pixels")
-
-    def answer(text: str, images: list[Image.Image]) -> str:
-        asked.append((kind_of(text), text, images))
-        return lens.answer(text, images).text
-
-    async def go(adapter):
-        pred = StaticPrediction(baseline=None, final=None, verdict=None, trigger=None)
-        try:
-            got = await run_peers(
-                [strategy], adapter, screen(), INSTRUCTION, pred, {strategy: {"hints": None}}
-            )
-        finally:
-            if hasattr(adapter.backend, "aclose"):
-                await adapter.backend.aclose()
-        return got[strategy]
-
-    if family in HOSTED:
-        from regionfocus.adapters.families.hosted import build_hosted
-        from tests.provider_servers import ProviderServer, Said
-
-        provider, model = HOSTED[family]
-        os.environ.setdefault(
-            "OPENAI_API_KEY" if provider == "openai" else "ANTHROPIC_API_KEY", "sk-local-0000"
-        )
-        with ProviderServer(provider, lambda req: Said(answer(req.text, req.images))) as srv:
-            return asked, asyncio.run(go(build_hosted(family, model=model, base_url=srv.base_url)))
-    from regionfocus.adapters import get_adapter
-    from regionfocus.adapters.backends.openai_http import OpenAIBackend
-    from tests.chat_server import ChatServer, Reply, request_images, request_text
-
-    with ChatServer(lambda b: Reply.text(answer(request_text(b), request_images(b)))) as srv:
-        return asked, asyncio.run(go(get_adapter(family, backend=OpenAIBackend([srv.base_url], model="m"))))
+    asks_1000 = get_strategy(strategy).config.coords == "normalized"
+    lens = LensVLM(frame="normalized" if asks_1000 or family == "qwen3-vl" else "pixels")
+    res, asked = over_the_wire(strategy, family, lens, screen(), INSTRUCTION)
+    return asked, res
 
 
 def lens_rows() -> list[list[str]]:
     rows = []
-    for strategy in ("gui-lens", "gui-lens-legacy", "gui-lens-claude"):
+    for strategy in ("gui-lens", "gui-lens-legacy", "gui-lens-claude", "gui-lens-m3"):
         for family in ("openai", "claude", "qwen3-vl"):
             asked, res = lens_requests(strategy, family)
             kinds = Counter(k for k, _, _ in asked)
