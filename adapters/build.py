@@ -92,7 +92,7 @@ def build_grounder(
             agent,
             urls,
             model,
-            api_key_env=api_key_env or "OPENAI_API_KEY",
+            api_key_env=api_key_env,
             timeout=timeout,
             max_reply_bytes=max_reply_bytes,
             max_in_flight=max_in_flight or max(8, concurrency * 6),
@@ -127,6 +127,13 @@ def _served(agent: str, urls: list[str], model: str | None, **settings: Any):
         )
     if not model:
         raise ValueError("--model (model=) is required with --base-url: the model name the server serves")
+    named = settings.pop("api_key_env")
+    if named and not os.environ.get(named):
+        # A variable the user named is meant to hold a key: sending vLLM's "EMPTY" placeholder
+        # instead would turn a typo into 401s on every sample. Unnamed, OPENAI_API_KEY may be
+        # unset: a local server takes any key.
+        raise ValueError(f"no API key: set {named} (named by --api-key-env / api_key_env=)")
+    settings["api_key_env"] = named or "OPENAI_API_KEY"
     from regionfocus.adapters.backends.openai_http import OpenAIBackend
 
     return OpenAIBackend(base_urls=urls, model=model, **settings)

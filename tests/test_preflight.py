@@ -129,3 +129,20 @@ def test_aitz_and_webvoyager_check_their_model_too(tmp_path: Path, capsys):
     assert webvoyager_main(["--tasks", "miniwob:click-button", "--out", str(tmp_path / "w"), *model]) == 2
     assert f"the server at {dead} cannot be reached" in _one_error_line(capsys)
     assert not (tmp_path / "a").exists() and not (tmp_path / "w").exists()
+
+
+@pytest.mark.parametrize("flag", [(), ("--no-preflight",)])
+def test_a_served_models_key_variable_named_but_unset_is_named_before_anything(
+    tmp_path: Path, capsys, monkeypatch, flag
+):
+    """Unnamed, OPENAI_API_KEY may be unset (a local vLLM takes any key); a variable the user
+    named must hold one: the placeholder would turn a typo into a 401 on every sample."""
+    monkeypatch.delenv("RF_UNSET_KEY", raising=False)
+    with ChatServer(QwenLike(), model="qwen-test") as srv:
+        argv = _qwen(
+            srv.base_url, tmp_path / "no-data-here", tmp_path / "run", "--api-key-env", "RF_UNSET_KEY"
+        )
+        assert main([*argv, *flag]) == 2
+        assert srv.stats.chat_requests == 0
+    assert "no API key: set RF_UNSET_KEY" in _one_error_line(capsys)
+    assert not (tmp_path / "run").exists()
