@@ -35,7 +35,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from regionfocus.kit.chromium import launch_options, resolve_browser
+from regionfocus.kit.chromium import (
+    ChromiumChoice,
+    choose_chromium,
+    launch_options,
+    launching,
+    starting_driver,
+)
 
 # tiktoken_ext/openai_public.py (tiktoken 0.14.0), ``cl100k_base``: the file tiktoken fetches and
 # the sha256 it checks; its cache names a file by the sha1 of that URL (tiktoken/load.py
@@ -85,32 +91,33 @@ def seed_tiktoken_cache(directory: str | Path | None = None) -> Path:
     return folder
 
 
-def _with_local_chromium(launch: Callable[..., Any], executable: str) -> Callable[..., Any]:
+def _with_local_chromium(launch: Callable[..., Any], choice: ChromiumChoice) -> Callable[..., Any]:
     """``launch`` with a local Chromium and the project's flags as defaults; whatever the caller
     passes (BrowserGym: ``headless``, ``slow_mo``, ``args``, ``ignore_default_args``) wins, and its
-    ``args`` are extended, not replaced."""
+    ``args`` are extended, not replaced. A Chromium that does not start raises
+    :class:`~regionfocus.kit.chromium.ChromiumLaunchError`, one line naming ``chromium=``."""
 
     def launch_local(**kwargs: Any) -> Any:
-        defaults = launch_options(executable, headless=bool(kwargs.get("headless", True)))
+        defaults = launch_options(choice.executable, headless=bool(kwargs.get("headless", True)))
         given = list(kwargs.get("args") or [])
         # Playwright adds its own headless switch from ``headless``; ours would fight a headed run.
         extra = [a for a in defaults["args"] if a not in given and a != "--headless"]
         kwargs["args"] = [*given, *extra]
         for key in ("executable_path", "chromium_sandbox", "env"):
             kwargs.setdefault(key, defaults[key])
-        return launch(**kwargs)
+        with launching(choice):
+            return launch(**kwargs)
 
     launch_local.__wrapped__ = launch  # type: ignore[attr-defined]
     return launch_local
 
 
-def _settings(chromium: str | None, miniwob: str | None, token_counts: bool) -> tuple[str, dict[str, str]]:
-    """The Chromium to launch and the environment variables BrowserGym needs set."""
-    executable = resolve_browser(chromium)
-    if executable is None:
-        raise RuntimeError(
-            "no local Chromium: install Debian's (apt-get install chromium) or pass chromium=PATH"
-        )
+def _settings(
+    chromium: str | None, miniwob: str | None, token_counts: bool
+) -> tuple[ChromiumChoice, dict[str, str]]:
+    """The Chromium to launch (a local one: Playwright's own build is a download) and the
+    environment variables BrowserGym needs set."""
+    choice = choose_chromium(chromium, "chromium=", fallback=False)
     env: dict[str, str] = {}
     if miniwob:
         env["MINIWOB_URL"] = miniwob
@@ -118,14 +125,15 @@ def _settings(chromium: str | None, miniwob: str | None, token_counts: bool) -> 
         env["MINIWOB_URL"] = miniwob_url()
     if token_counts:
         env["TIKTOKEN_CACHE_DIR"] = str(seed_tiktoken_cache())
-    return executable, env
+    return choice, env
 
 
-def _start(executable: str) -> Any:
+def _start(choice: ChromiumChoice) -> Any:
     from playwright.sync_api import sync_playwright
 
-    pw = sync_playwright().start()
-    pw.chromium.launch = _with_local_chromium(pw.chromium.launch, executable)
+    with starting_driver():
+        pw = sync_playwright().start()
+    pw.chromium.launch = _with_local_chromium(pw.chromium.launch, choice)
     return pw
 
 
@@ -149,10 +157,10 @@ def offline_browsergym(
     """
     import browsergym.core
 
-    executable, env = _settings(chromium, miniwob, token_counts)
+    choice, env = _settings(chromium, miniwob, token_counts)
     saved_env = {k: os.environ.get(k) for k in env}
     saved_pw = browsergym.core._PLAYWRIGHT
-    pw = _start(executable)
+    pw = _start(choice)
     try:
         browsergym.core._set_global_playwright(pw)
         os.environ.update(env)
@@ -176,6 +184,6 @@ def use_offline_browsergym(chromium: str | None = None, *, miniwob: str | None =
 
     if browsergym.core._PLAYWRIGHT is not None:
         return
-    executable, env = _settings(chromium, miniwob, token_counts=True)
+    choice, env = _settings(chromium, miniwob, token_counts=True)
     os.environ.update(env)
-    browsergym.core._set_global_playwright(_start(executable))
+    browsergym.core._set_global_playwright(_start(choice))

@@ -24,6 +24,7 @@ from regionfocus.adapters.cli_args import (
 from regionfocus.adapters.model_check import check_models
 from regionfocus.adapters.redact import redact_url
 from regionfocus.kit import command, hub
+from regionfocus.kit.chromium import ChromiumLaunchError
 from regionfocus.kit.flags import (
     add_out_argument,
     add_regionfocus_arguments,
@@ -120,6 +121,12 @@ def _data_arguments(d: argparse._ArgumentGroup) -> None:
         "'builtin' for the rendered sample set, or a data set on the Hugging Face Hub "
         "(hf:likaixin/ScreenSpot-Pro; @REV a branch, tag or commit), downloaded into the Hub cache; "
         "the run pins the commit it resolved to and a rerun reads that commit",
+    )
+    d.add_argument(
+        "--browser",
+        metavar="PATH",
+        help="the Chromium that renders --data builtin on first use (default Debian's "
+        "/usr/lib/chromium/chromium)",
     )
     d.add_argument(
         "--task",
@@ -236,11 +243,13 @@ def _identity(
     }
 
 
-def _resolve_data(arg: str, outs: list[str] | tuple[str, ...] = ()) -> tuple[Path, str | None]:
+def _resolve_data(
+    arg: str, outs: list[str] | tuple[str, ...] = (), browser: str | None = None
+) -> tuple[Path, str | None]:
     """The folder ``--data`` names, and for a Hub set its pinned id (hf:OWNER/NAME@commit); a
     rerun into a run folder of ``outs`` (--out, else each benchmark's default folder: which one
     is known only once the data is) reads the commit its config.json pinned when ``arg`` names
-    no revision."""
+    no revision. ``browser``: the Chromium that renders the built-in set (``--browser``)."""
     if hub.is_hub(arg):
         spec = hub.parse_spec(arg)
         for out in outs:
@@ -255,12 +264,12 @@ def _resolve_data(arg: str, outs: list[str] | tuple[str, ...] = ()) -> tuple[Pat
     if not builder.builtin_cached():
         print("built-in data: rendering it with Chromium (about 20 s, once), then cached", file=sys.stderr)
     try:
-        return builder.builtin_dataset_dir(), None
-    except Exception as e:  # noqa: BLE001 - a browser that will not start is an environment problem
-        raise ValueError(
-            f"could not build the built-in data set ({type(e).__name__}: {e}); "
-            "it needs Chromium at /usr/lib/chromium/chromium (scripts/setup.sh installs it)"
-        ) from None
+        return builder.builtin_dataset_dir(browser_path=browser, browser_flag="--browser"), None
+    except ChromiumLaunchError as e:  # one line already: the executable, --browser, the cause
+        raise ValueError(f"could not render the built-in data set: {e}") from None
+    except Exception as e:  # noqa: BLE001 - an environment problem, named in one line
+        first = (str(e).strip().splitlines() or [""])[0]
+        raise ValueError(f"could not render the built-in data set ({type(e).__name__}: {first})") from None
 
 
 def _builder():
@@ -370,7 +379,7 @@ def cmd_run(argv: list[str], model: GroundingModel | None = None) -> int:
     owned, model = (True, _model(args)) if model is None else (False, model)
     check_models(args, model if owned else None, second)
     outs = [args.out] if args.out else [command.default_out(f.name, args.agent) for f in FORMATS]
-    data_dir, data_id = _resolve_data(args.data, outs)
+    data_dir, data_id = _resolve_data(args.data, outs, args.browser)
     fmt, samples = _load_samples(args, data_dir)
     if args.prices:
         load_prices(args.prices)  # a table that does not read fails before any model call
@@ -521,9 +530,17 @@ def cmd_build_sample(argv: list[str]) -> int:
     )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--force", action="store_true", help="rebuild even if OUT_DIR already holds a set")
+    p.add_argument(
+        "--browser", metavar="PATH", help="Chromium executable (default Debian's /usr/lib/chromium/chromium)"
+    )
     args = p.parse_args(argv)
     builder = _builder()
-    kwargs: dict[str, Any] = {"seed": args.seed, "force": args.force}
+    kwargs: dict[str, Any] = {
+        "seed": args.seed,
+        "force": args.force,
+        "browser_path": args.browser,
+        "browser_flag": "--browser",
+    }
     if args.screens is not None:
         kwargs["n_screens"] = args.screens
     out = builder.build_sample(Path(args.out_dir), **kwargs)

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from regionfocus.kit.chromium import ChromiumLaunchError
 from regionfocus.screenspot_pro import builder
 from regionfocus.screenspot_pro.builder import (
     RECORD_FIELDS,
@@ -193,15 +194,13 @@ def test_rebuild_is_identical_and_cache_is_reused(small_build: Path, cached_buil
 @pytest.mark.slow
 def test_failed_build_leaves_nothing_that_looks_complete(tmp_path: Path):
     # /bin/false exists but is not a browser: the launch fails mid-build.
-    from playwright.async_api import Error as PlaywrightError
-
-    with pytest.raises(PlaywrightError):
+    with pytest.raises(ChromiumLaunchError, match="browser_path=/bin/false exited at start"):
         build_sample(tmp_path / "out", n_screens=1, browser_path="/bin/false")
     assert list(tmp_path.iterdir()) == [], "a failed build left files behind"
 
 
 def test_input_errors_name_the_bad_input(tmp_path: Path):
-    with pytest.raises(FileNotFoundError, match="/nonexistent/chromium"):
+    with pytest.raises(ChromiumLaunchError, match="browser_path=/nonexistent/chromium does not exist"):
         build_sample(tmp_path / "a", n_screens=1, browser_path="/nonexistent/chromium")
     foreign = tmp_path / "foreign"
     foreign.mkdir()

@@ -3,7 +3,7 @@
     regionfocus a11y https://example.org [--instruction TEXT] [--format a11y|compressed-a11y]
     regionfocus a11y page.html --format compressed-a11y --phases modal,reduce
 
-Launches Chromium (regionfocus.webvoyager.browser.Browser), loads the URL (http(s), or a local file path /
+Launches Chromium (regionfocus.webvoyager.browser.Browser; ``--browser PATH`` for another), loads the URL (http(s), or a local file path /
 file:// URL, allowed under its own folder), reads the tree (webvoyager/a11y_tree.py) and prints
 the linearized tree (``a11y``) or A11y-Compressor's observation (``compressed-a11y``), then one
 line with its size in characters and o200k_base tokens (webvoyager/tokens.py says why that
@@ -46,6 +46,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     ap.add_argument("--viewport", default="1440x1440", help="W x H in CSS pixels (default 1440x1440)")
     ap.add_argument("--visible-only", action="store_true", help="a11y format: on-screen rows only")
+    ap.add_argument(
+        "--browser", metavar="PATH", help="Chromium executable (default Debian's /usr/lib/chromium/chromium)"
+    )
     return ap
 
 
@@ -67,7 +70,7 @@ async def _run(args: argparse.Namespace, viewport: tuple[int, int], phases: list
     url, root = _target(args.url)
     host = urlsplit(url).hostname
     # The page the user named may be on this machine (a site in development): its host is allowed.
-    async with Browser(private_hosts=(host,) if host else ()) as browser:
+    async with Browser(args.browser, private_hosts=(host,) if host else ()) as browser:
         env = await browser.new_env(EnvConfig(viewport=viewport, file_root=root))
         try:
             error = await env.goto(url)

@@ -43,7 +43,7 @@ from playwright.async_api import Error as PlaywrightError
 
 from regionfocus.actions import Action, ActionType
 from regionfocus.environment import StepResult
-from regionfocus.kit.chromium import launch_options, resolve_browser
+from regionfocus.kit.chromium import choose_chromium, launch_options, launching, starting_driver
 from regionfocus.triggers import Effect
 
 from .actions_exec import ActionError, ExecOptions, execute
@@ -133,7 +133,9 @@ class Browser:
         allow_private: bool = False,
         private_hosts: tuple[str, ...] = (),
     ):
-        self.executable = resolve_browser(executable)
+        # A path that is not an executable file is refused here, before a run folder is opened.
+        self.choice = choose_chromium(executable)
+        self.executable = self.choice.executable
         self.headless = headless
         self.sandbox = sandbox
         self.allow_private = allow_private
@@ -143,18 +145,28 @@ class Browser:
         self._lock = asyncio.Lock()
 
     async def start(self) -> Browser:
+        """Start Playwright and launch Chromium. Either failing raises
+        :class:`~regionfocus.kit.chromium.ChromiumLaunchError` (one line naming the executable,
+        ``--browser`` and Chromium's own first error line), with nothing left running."""
         if self._pw is None:
-            self._pw = await async_playwright().start()
-        await self._launch()
+            with starting_driver():
+                self._pw = await async_playwright().start()
+        try:
+            await self._launch()
+        except BaseException:
+            await self.close()
+            raise
         return self
 
     async def _launch(self) -> None:
         assert self._pw is not None
         rules = resolver_rules(NetPolicy(allow_private=self.allow_private, private_hosts=self.private_hosts))
         extra = (f"--host-resolver-rules={rules}",) if rules else ()
-        self._browser = await self._pw.chromium.launch(
-            **launch_options(self.executable, headless=self.headless, sandbox=self.sandbox, extra_args=extra)
+        options = launch_options(
+            self.executable, headless=self.headless, sandbox=self.sandbox, extra_args=extra
         )
+        with launching(self.choice):
+            self._browser = await self._pw.chromium.launch(**options)
 
     @property
     def playwright_browser(self) -> PWBrowser | None:

@@ -270,7 +270,14 @@ def run_main(argv: list[str]) -> int:
     settings = _settings(args, run)
 
     async def go() -> None:
+        # Chromium starts before any folder is opened: one that will not start (a wrong --browser,
+        # none installed) ends the command in one line, with no folder created and no folder's
+        # config.json, records or lock touched. Every folder then refuses other settings or
+        # changed tasks before any task runs.
         async with browser:
+            for name, run_dir in dirs.items():
+                config = _pinned_config(args, run, model, browser, name)
+                run_dir.open(config, selected=[t.id for t in run.tasks], data=run.pin)
             for name, run_dir in dirs.items():
                 refiner = None if name == REGIONFOCUS else get_strategy(name)
                 agent = partial(
@@ -282,11 +289,6 @@ def run_main(argv: list[str]) -> int:
             await closer()
 
     try:
-        # Every folder refuses other settings or changed tasks before any task runs, and before
-        # the browser starts.
-        for name, run_dir in dirs.items():
-            config = _pinned_config(args, run, model, browser, name)
-            run_dir.open(config, selected=[t.id for t in run.tasks], data=run.pin)
         asyncio.run(go())
     finally:
         for run_dir in dirs.values():

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from regionfocus.kit.chromium import DEBIAN_CHROMIUM, launch_options
+from regionfocus.kit.chromium import DEBIAN_CHROMIUM, choose_chromium, launched
 from regionfocus.kit.runlog import atomic_write_text
 from regionfocus.screenspot_pro.builder.targets import (
     TARGETS_PER_SCREEN,
@@ -389,16 +389,18 @@ async def build_sample_async(
     *,
     n_screens: int = DEFAULT_SCREENS,
     seed: int = 0,
-    browser_path: str = DEFAULT_BROWSER,
+    browser_path: str | None = None,
+    browser_flag: str = "browser_path=",
     force: bool = False,
 ) -> Path:
     """Render ``n_screens`` 3840x2160 screens (``TARGETS_PER_SCREEN`` targets each) into ``out_dir``.
 
     Reuses ``out_dir`` if it already holds this exact build, unless ``force``. Refuses to
     overwrite a non-empty folder that is not a build of ours. Returns ``out_dir`` as a Path.
+    ``browser_path``: the Chromium to render with (default Debian's, :data:`DEFAULT_BROWSER`);
+    one that does not start raises :class:`~regionfocus.kit.chromium.ChromiumLaunchError` naming
+    it as ``browser_flag`` sets it (the command's ``--browser``) and leaves nothing behind.
     """
-    from playwright.async_api import async_playwright
-
     if n_screens < 1:
         raise ValueError(f"n_screens must be >= 1, got {n_screens}")
     out = Path(out_dir).expanduser().resolve()
@@ -409,10 +411,9 @@ async def build_sample_async(
         raise FileExistsError(
             f"{out} is not empty and is not a built-in ScreenSpot-Pro build; use force=True"
         )
-    if not Path(browser_path).is_file():
-        raise FileNotFoundError(
-            f"Chromium not found at browser_path={browser_path!r} (apt-get install chromium)"
-        )
+    # Debian's Chromium or the one named, never Playwright's own build: the screens are
+    # rendered with the fonts and version the cached sets were checked with.
+    choice = choose_chromium(browser_path, browser_flag, fallback=False)
     root = miniwob_html_root()
     out.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
@@ -426,19 +427,15 @@ async def build_sample_async(
         for plan in plans:
             for task, s in plan.tiles:
                 wanted.setdefault(task, []).append(s)
-        async with async_playwright() as pw:
-            browser = await pw.chromium.launch(**launch_options(browser_path))
-            try:
-                context = await browser.new_context(viewport={"width": 500, "height": 400})
-                snaps, css, raw_words = await _snapshot_tasks(context, root, wanted)
-                await context.close()
-                words = _read_words(root, raw_words)
-                with tempfile.TemporaryDirectory(prefix="rf-screens-") as pages_tmp:
-                    records = await _render_screens(
-                        browser, plans, snaps, css, words, root, images_dir, Path(pages_tmp)
-                    )
-            finally:
-                await browser.close()
+        async with launched(choice) as browser:
+            context = await browser.new_context(viewport={"width": 500, "height": 400})
+            snaps, css, raw_words = await _snapshot_tasks(context, root, wanted)
+            await context.close()
+            words = _read_words(root, raw_words)
+            with tempfile.TemporaryDirectory(prefix="rf-screens-") as pages_tmp:
+                records = await _render_screens(
+                    browser, plans, snaps, css, words, root, images_dir, Path(pages_tmp)
+                )
         _validate(records, images_dir)
         by_file: dict[str, list[dict]] = {}
         for r in records:
@@ -496,7 +493,8 @@ def builtin_dataset_dir(
     *,
     n_screens: int = DEFAULT_SCREENS,
     seed: int = 0,
-    browser_path: str = DEFAULT_BROWSER,
+    browser_path: str | None = None,
+    browser_flag: str = "browser_path=",
 ) -> Path:
     """The built-in dataset, built on first use under ``cache_dir`` (default
     ``default_cache_root()``) in a folder named by the build parameters' hash, then reused.
@@ -505,4 +503,11 @@ def builtin_dataset_dir(
     target = _builtin_target(cache_dir, params)
     if is_complete(target, params):
         return target.resolve()
-    return build_sample(target, n_screens=n_screens, seed=seed, browser_path=browser_path, force=True)
+    return build_sample(
+        target,
+        n_screens=n_screens,
+        seed=seed,
+        browser_path=browser_path,
+        browser_flag=browser_flag,
+        force=True,
+    )
