@@ -5,7 +5,7 @@ A WebVoyager folder used to pin the task file's path only: a resume after a task
 start URL was edited in that file ran the remaining tasks from the new file beside records made
 with the old one. Now each selected task is pinned (a task file's task by its record, a
 MiniWoB++ episode by its seed and its page's bytes); a resume whose recorded tasks changed is
-refused naming them, before the browser starts, and the same tasks at another path resume.
+refused naming them, before any task runs, and the same tasks at another path resume.
 `merge` carries the shards' pins. The fast tests open the folder the way the command does
 (``RunDir.open`` with :func:`tasks_pin` of tasks read by the real loaders); the slow one is the
 real command in Chromium.
