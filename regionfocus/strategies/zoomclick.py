@@ -7,7 +7,12 @@ its published runs (scripts/run_zoomclick_*.slurm: ``--in_depth 3 --in_ratio 0.5
 --in_min_crop 768 --patch_size 2 --center_mode clip --prezoom_px_thresh 50``). Pre-zoom grounds
 the full image (the baseline) and each 2x2 tile; a tile that answers nothing counts as its
 centre; the nearest tile point replaces the full-image point when it is closer than
-``agree_px`` (50) px (strictly); with no full-image point the first tile's point is the start.
+``agree_px`` (50) px (strictly); with no full-image point the first tile's point is the start
+(the code's ``patch_points_norm[0]``), which is that tile's centre when it answered nothing, even
+if a later tile found the target. The published runs never took that branch (each of their
+1,581 samples had a full-image point); the OCR stand-in, silent where it cannot read, takes it
+often: before c089554 we started from the first tile that answered, 47.2 % on the built-in set
+against 30.6 % with the code's rule (BENCHMARKS.md §7, "traced").
 Then each step sizes the next crop from the current one: ``shrink`` (0.5x) of its width and
 height, at least ``min_side`` (768) px, at most the current crop; centred on the point and
 clipped to the current crop ("clip" mode). A step that could not shrink either side ends the
@@ -16,9 +21,11 @@ The final point is the last prediction.
 
 Deviations from the official code (Princeton-AI2-Lab/ZoomClick @ 6a0c3633): the prompt is the
 model adapter's own grounding prompt (the official backends are Qwen3-VL, with its tool-call
-prompt, and UI-Venus, with its own); crops go to the model at their own pixels and its processor
-resizes them (as there); distances are measured in screenshot pixels, as there. A later step
-that answers nothing keeps the last point (as there). None else known.
+prompt, and UI-Venus, with its own); crops are cut at their own pixels (as there), then our view
+source fits them to the model's input size with our resampler where the official code hands the
+crop to the model's processor (on the built-in set this changed one OCR reading of 144, no
+verdict); distances are measured in screenshot pixels, as there. A later step that answers
+nothing keeps the last point (as there). None else known.
 """
 
 from __future__ import annotations
