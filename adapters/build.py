@@ -127,12 +127,12 @@ def _served(agent: str, urls: list[str], model: str | None, **settings: Any):
         )
     if not model:
         raise ValueError("--model (model=) is required with --base-url: the model name the server serves")
+    from regionfocus.adapters.backends.transport import named_key_problem
+
     named = settings.pop("api_key_env")
-    if named and not os.environ.get(named):
-        # A variable the user named is meant to hold a key: sending vLLM's "EMPTY" placeholder
-        # instead would turn a typo into 401s on every sample. Unnamed, OPENAI_API_KEY may be
-        # unset: a local server takes any key.
-        raise ValueError(f"no API key: set {named} (named by --api-key-env / api_key_env=)")
+    problem = named_key_problem(named)
+    if problem:
+        raise ValueError(problem)
     settings["api_key_env"] = named or "OPENAI_API_KEY"
     from regionfocus.adapters.backends.openai_http import OpenAIBackend
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import os
 import shutil
 import sys
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from urllib.parse import urlsplit
 
 from regionfocus import RegionFocusAgent, __version__
 from regionfocus.adapters.backends.openai_http import OpenAIBackend
+from regionfocus.adapters.backends.transport import named_key_problem
 from regionfocus.adapters.cli_args import (
     build_model,
     coat_from_args,
@@ -350,8 +350,9 @@ def judge_main(argv: list[str]) -> int:
     """auto-evaluate a run with a VLM (the official protocol)"""
     args = _judge_parser().parse_args(argv)
     _require_run(args.run_dir)
-    if args.api_key_env and not os.environ.get(args.api_key_env):
-        raise ValueError(f"no API key: set {args.api_key_env} (named by --api-key-env)")
+    problem = named_key_problem(args.api_key_env)
+    if problem:
+        raise ValueError(problem)
     backend = OpenAIBackend(
         args.base_urls,
         args.model,

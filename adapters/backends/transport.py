@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib.util
 import ipaddress
+import os
 import socket
 import ssl
 import urllib.request
@@ -77,6 +78,15 @@ def proxy_problem(url: str) -> str | None:
         f"{var} is a SOCKS proxy ({shown}) but SOCKS support is not installed: "
         f"pip install socksio (or unset {var}, or add {host} to NO_PROXY)"
     )
+
+
+def named_key_problem(variable: str | None) -> str | None:
+    """Why the key variable a user named cannot be used (it is unset), or None. Unnamed, a
+    server's OPENAI_API_KEY may be unset (a local vLLM takes any key); a named one is meant to hold
+    a key, and the placeholder sent instead would turn a typo into a 401 on every request."""
+    if variable and not os.environ.get(variable):
+        return f"no API key: set {variable} (named by --api-key-env / api_key_env=)"
+    return None
 
 
 def key_problem(variable: str, value: str) -> str | None:
